@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Set up everything this project needs on a fresh Debian/Ubuntu machine, idempotently:
+#   Debian packages (docker.io, redis-server, debootstrap, docker-compose), a running dockerd and redis-server,
+#   the virtual environment .venv/ with the project installed, and the sandbox image.
+# Run as root (or with passwordless sudo). Safe to run again: finished steps are skipped.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '\n==> %s\n' "$*"; }
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+
+need_pkgs=()
+command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
+command -v redis-server >/dev/null 2>&1 || need_pkgs+=(redis-server)
+command -v debootstrap >/dev/null 2>&1 || need_pkgs+=(debootstrap)
+command -v docker-compose >/dev/null 2>&1 || need_pkgs+=(docker-compose)
+if [ "${#need_pkgs[@]}" -gt 0 ]; then
+  log "installing Debian packages: ${need_pkgs[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
+fi
+
+wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
+  local deadline=$((SECONDS + $1)); local what=$2; shift 2
+  until "$@" >/dev/null 2>&1; do
+    if [ "$SECONDS" -ge "$deadline" ]; then echo "ERROR: $what did not answer in time" >&2; return 1; fi
+    sleep 1
+  done
+}
+
+if ! docker info >/dev/null 2>&1; then
+  log "starting dockerd"
+  if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+    $SUDO systemctl start docker
+  else
+    $SUDO sh -c 'nohup dockerd >/var/log/dockerd.log 2>&1 &'
+  fi
+  wait_for 90 "dockerd" docker info || { tail -n 30 /var/log/dockerd.log >&2 || true; exit 1; }
+fi
+echo "docker: $(docker version --format '{{.Server.Version}}')"
+
+if ! redis-cli -p 6379 ping 2>/dev/null | grep -q PONG; then
+  log "starting redis-server"
+  if command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then
+    $SUDO systemctl start redis-server
+  else
+    $SUDO redis-server --daemonize yes --port 6379 --save '' --appendonly no >/dev/null
+  fi
+  wait_for 30 "redis-server" sh -c 'redis-cli -p 6379 ping | grep -q PONG'
+fi
+echo "redis: $(redis-cli -p 6379 info server | grep redis_version | tr -d '\r')"
+
+PYTHON=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  log "creating .venv"
+  "$PYTHON" -m venv .venv
+fi
+log "installing the project into .venv"
+.venv/bin/python -m pip install -q --upgrade pip
+.venv/bin/python -m pip install -q -e '.[dev]'
+
+log "building the sandbox image (skipped when up to date)"
+.venv/bin/python -m orchestrator sandbox build-image
+echo "setup done"

@@ -1,0 +1,58 @@
+"""Budget accounting for one Act: tool calls, wall time, tokens (as reported by the API), disk."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+from orchestrator.act.models import ExitReason, RemainingBudgets
+from orchestrator.config import Budgets
+
+
+@dataclass
+class BudgetTracker:
+    budgets: Budgets
+    started: float = field(default_factory=time.monotonic)
+    tool_calls: int = 0
+    tokens: int = 0
+    disk_bytes: int = 0
+
+    def elapsed_ms(self) -> int:
+        return int((time.monotonic() - self.started) * 1000)
+
+    def exhausted(self) -> ExitReason | None:
+        """The first budget that has run out, or None."""
+        if self.tool_calls >= self.budgets.max_tool_calls:
+            return "budget_tool_calls"
+        if self.elapsed_ms() >= self.budgets.time_budget_ms:
+            return "budget_time"
+        if self.tokens >= self.budgets.token_budget:
+            return "budget_tokens"
+        return None
+
+    def remaining(self) -> RemainingBudgets:
+        return RemainingBudgets(
+            tool_calls=max(0, self.budgets.max_tool_calls - self.tool_calls),
+            time_ms=max(0, self.budgets.time_budget_ms - self.elapsed_ms()),
+            tokens=max(0, self.budgets.token_budget - self.tokens),
+            disk_mb=round(max(0.0, self.budgets.disk_write_limit_mb - self.disk_bytes / 1_048_576), 3),
+        )
+
+    def describe(self, reason: ExitReason) -> tuple[str, str]:
+        """(why, next step) for a budget exit."""
+        b = self.budgets
+        table = {
+            "budget_tool_calls": (
+                f"tool-call budget used up ({self.tool_calls}/{b.max_tool_calls})",
+                "raise limits.max_tool_calls (ORCH_LIMITS__MAX_TOOL_CALLS) or narrow the goal",
+            ),
+            "budget_time": (
+                f"time budget used up ({self.elapsed_ms()} ms of {b.time_budget_ms} ms)",
+                "raise limits.time_budget_ms (ORCH_LIMITS__TIME_BUDGET_MS) or use a faster model",
+            ),
+            "budget_tokens": (
+                f"token budget used up ({self.tokens} of {b.token_budget} tokens reported by the API)",
+                "raise limits.token_budget (ORCH_LIMITS__TOKEN_BUDGET) or shorten the skill's documents",
+            ),
+        }
+        return table.get(reason, (reason, ""))

@@ -1,0 +1,81 @@
+"""Run one skill: build its context (skill, build area, memo), check its declarations, drive the loop."""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from orchestrator.act.blackboard import Blackboard
+from orchestrator.act.context import ActContext
+from orchestrator.act.loop import run_act
+from orchestrator.act.memo import MemoStore, SkillMemoFile
+from orchestrator.act.models import ActRequest, ActResult, RemainingBudgets, Unmet
+from orchestrator.act.workspace import BuildArea, LocalBuildArea, SandboxBuildArea
+from orchestrator.config import Settings
+from orchestrator.errors import ImageToolMissing
+from orchestrator.llm.interface import ChatModel
+from orchestrator.skills.loader import SkillLibrary
+from orchestrator.skills.models import Skill
+
+
+def execute_skill(
+    request: ActRequest,
+    *,
+    model: ChatModel,
+    library: SkillLibrary,
+    settings: Settings,
+    out_dir: Path,
+    sandbox: Any | None = None,
+    blackboard: Blackboard | None = None,
+    store: MemoStore | None = None,
+    available_tools: Callable[[], dict[str, str]] | None = None,
+) -> ActResult:
+    """Run ``request.skill_id`` to completion. ``sandbox`` is a ``SandboxRunner``; without it scripts cannot run.
+
+    Raises ``SkillError`` for an unknown skill. A declared tool missing from the sandbox image gives a ``failed``
+    result naming the tool, before any model call.
+    """
+    skill = library.get(request.skill_id)
+    missing_tool = _missing_tools(skill, available_tools)
+    if missing_tool:
+        error = ImageToolMissing(
+            f"skill {skill.id} requires {', '.join(missing_tool)}, which the sandbox image does not provide",
+            where=f"skill:{skill.id}", next_step="add the tool to sandbox-image/ and rebuild it "
+                                                 "(python -m orchestrator sandbox build-image --force)")
+        return _refused(request, str(error), error.next_step or "")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="orch-build-") as tmp:
+        build: BuildArea
+        if sandbox is not None:
+            build = SandboxBuildArea(sandbox, request.job_id, skill.root,
+                                     disk_mb=request.budgets.disk_write_limit_mb, inputs_dir=request.inputs_dir)
+        else:
+            build = LocalBuildArea(Path(tmp) / "build", disk_mb=request.budgets.disk_write_limit_mb)
+        ctx = ActContext(
+            request=request, settings=settings, library=library, skill=skill, build=build,
+            blackboard=blackboard or Blackboard(), store=store,
+            prior=store.load(skill.id) if store is not None else SkillMemoFile(),
+        )
+        try:
+            return run_act(ctx, model, out_dir)
+        finally:
+            build.close()
+
+
+def _missing_tools(skill: Skill, available: Callable[[], dict[str, str]] | None) -> list[str]:
+    if available is None or not skill.declarations.requires_tools:
+        return []
+    have = {name.lower() for name in available()}
+    return [tool for tool in skill.declarations.requires_tools if tool.lower() not in have]
+
+
+def _refused(request: ActRequest, why: str, next_step: str) -> ActResult:
+    b = request.budgets
+    return ActResult(
+        skill_id=request.skill_id, status="failed", exit_reason="missing_tool", next_step=next_step,
+        remaining_budgets=RemainingBudgets(tool_calls=b.max_tool_calls, time_ms=b.time_budget_ms,
+                                           tokens=b.token_budget, disk_mb=b.disk_write_limit_mb),
+        unmet=[Unmet(what=f"skill {request.skill_id}", why=why, next_step=next_step)], final_message=why,
+    )

@@ -1,0 +1,119 @@
+"""What the Act sends first, what it records per step, and what it leaves behind (catalog, memo)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import mimetypes
+from pathlib import Path, PurePosixPath
+
+from orchestrator.act.context import ActContext
+from orchestrator.act.memo import ScriptReplay
+from orchestrator.act.models import Artifact, ArtifactType, StepRecord
+from orchestrator.llm.interface import Message
+from orchestrator.logs import get_logger
+from orchestrator.prompts import load_prompt
+
+_log = get_logger("orchestrator.act")
+
+
+def initial_messages(ctx: ActContext) -> list[Message]:
+    """System prompt, then the task: goal, the chosen skill's L1 line and its SKILL.md body (L2, sent once)."""
+    req = ctx.request
+    skill = ctx.skill
+    body = ctx.library.l2(req.skill_id)
+    ctx.sent[body.sha256] = 0
+    ctx.metrics.disclosure.l1 += 1
+    ctx.metrics.disclosure.l2 += 1
+    lines = [
+        f"Goal: {req.goal}",
+        f"Skill: {req.skill_id} — {skill.name}: {skill.description}",
+    ]
+    if req.expected.description:
+        lines.append(f"Expected outputs: {req.expected.description}")
+    if req.expected.rules.required:
+        required = [r.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True)
+                    | {"path": r.path} for r in req.expected.rules.required]
+        lines.append(f"Required files (under build/): {json.dumps(required, ensure_ascii=False)}")
+    if req.constraints:
+        lines.append("Constraints: " + "; ".join(req.constraints))
+    inputs = _list_inputs(req.inputs_dir)
+    if inputs:
+        lines.append("Inputs (read-only; tools: inputs/NAME, scripts: /inputs/NAME): " + ", ".join(inputs))
+    keys = ctx.blackboard.keys()
+    if keys:
+        lines.append("Blackboard keys from earlier skills: " + ", ".join(keys))
+    missing = [r.ref for r in skill.references if not r.exists]
+    if missing:
+        lines.append("Missing references (do without them once; otherwise report them): " + ", ".join(missing))
+    b = req.budgets
+    lines.append(f"Budgets: {b.max_tool_calls} tool calls, {b.token_budget} tokens, {b.time_budget_ms} ms, "
+                 f"scripts {b.script_timeout_s:g}s each, build/ {b.disk_write_limit_mb} MB.")
+    if ctx.prior.history:
+        lines.append("An earlier run of this skill validated after: " + "; ".join(ctx.prior.history[:12]))
+    marker = " (cut)" if body.truncated else ""
+    lines.append(f"\nSKILL.md (L2{marker}):\n{body.text}")
+    return [Message(role="system", content=load_prompt("act_system")), Message(role="user", content="\n".join(lines))]
+
+
+def _list_inputs(root: Path | None) -> list[str]:
+    if root is None or not root.is_dir():
+        return []
+    return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
+
+
+def log_step(ctx: ActContext, record: StepRecord) -> None:
+    ctx.records.append(record)
+    _log.info("act.step", job=ctx.request.job_id, skill=ctx.request.skill_id,
+              **record.model_dump(exclude_defaults=True))
+
+
+_TYPES: dict[str, ArtifactType] = {".html": "html", ".htm": "html", ".log": "log", ".py": "script", ".sh": "script",
+                                   ".js": "script"}
+
+
+def artifact_type(path: str) -> ArtifactType:
+    p = PurePosixPath(path)
+    if p.suffix.lower() in (".png", ".jpg", ".jpeg", ".webp"):
+        return "thumbnail" if "thumb" in p.name.lower() else "screenshot"
+    return _TYPES.get(p.suffix.lower(), "file")
+
+
+def build_artifacts(ctx: ActContext, out_dir: Path, *, partial: bool) -> list[Artifact]:
+    """The artifact catalog of what the Act exported to ``out_dir``."""
+    artifacts = []
+    if not out_dir.is_dir():
+        return artifacts
+    for path in sorted(out_dir.rglob("*")):
+        if not path.is_file() or path.is_symlink():
+            continue
+        rel = path.relative_to(out_dir).as_posix()
+        data = path.read_bytes()
+        version = ctx.blackboard.latest(rel)
+        artifacts.append(Artifact(
+            path=rel, type=artifact_type(rel), mime=mimetypes.guess_type(rel)[0] or "application/octet-stream",
+            size=len(data), sha256=hashlib.sha256(data).hexdigest(), version=version.label if version else "",
+            partial=partial, metadata={"skill": ctx.request.skill_id},
+        ))
+    return artifacts
+
+
+def persist_success(ctx: ActContext) -> None:
+    """Keep what a validated run learned: script results (with output blobs), document digests, the path taken."""
+    if ctx.store is None:
+        return
+    memo = ctx.prior.model_copy(deep=True)
+    for key, (data, outputs) in ctx.new_replays.items():
+        for path, sha in outputs.items():
+            try:
+                blob = ctx.build.read_file(path, max_bytes=64 * 1024 * 1024)
+            except Exception:  # noqa: BLE001 - a file that vanished is simply not replayable
+                break
+            if hashlib.sha256(blob).hexdigest() != sha:
+                break
+            ctx.store.put_blob(blob)
+        else:
+            memo.attempts[key] = ScriptReplay(result=data, outputs=outputs)
+    memo.digests.update(ctx.read_docs)
+    memo.history = ctx.successful_actions[:24]
+    ctx.store.save(ctx.request.skill_id, memo)

@@ -1,0 +1,112 @@
+"""AttemptMemo (same action + same inputs → remembered outcome) and the small on-disk store behind it.
+
+The store lives under ``cache_dir`` and is keyed by content hashes, so it stays correct when a skill changes: a
+changed script, document or input simply never matches an old key. It keeps, per skill:
+
+* ``attempts``: successful script runs (script hash + args + build/input state → result and the files it wrote,
+  the file bodies kept as content-addressed blobs) so an identical later run can be replayed without a container;
+* ``digests``: documents read during a validated run, by content hash, with their summary — a later run is sent the
+  summary of unchanged documents instead of the full text (the model can still ask for the full text);
+* ``history``: the short list of actions that led to the last validated result, shown to the model as a hint.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+
+def canonical_digest(*parts: Any) -> str:
+    """A stable sha256 over JSON-serialisable parts (dict keys sorted)."""
+    text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class MemoEntry(BaseModel):
+    step: int
+    tool: str
+    ok: bool
+    content: dict[str, Any]
+    reason: str | None = None
+
+
+class AttemptMemo:
+    """In-run memo: the same action with the same inputs hash returns the earlier outcome instead of running again."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, MemoEntry] = {}
+
+    def get(self, key: str) -> MemoEntry | None:
+        return self._entries.get(key)
+
+    def put(self, key: str, entry: MemoEntry) -> None:
+        self._entries[key] = entry
+
+
+class ScriptReplay(BaseModel):
+    result: dict[str, Any]
+    outputs: dict[str, str]
+    """build/ path → sha256 of the file the script wrote (bodies are blobs in the store)."""
+
+
+class SkillMemoFile(BaseModel):
+    attempts: dict[str, ScriptReplay] = {}
+    digests: dict[str, str] = {}
+    """``sha256`` of a document read in a validated run → its summary."""
+    history: list[str] = []
+
+
+class MemoStore:
+    """The on-disk part. Every write is atomic (temp file + rename) so concurrent workers never see half a file."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._lock = threading.Lock()
+
+    def _skill_file(self, skill_id: str) -> Path:
+        return self.root / "memo" / f"{hashlib.sha256(skill_id.encode()).hexdigest()[:32]}.json"
+
+    def load(self, skill_id: str) -> SkillMemoFile:
+        path = self._skill_file(skill_id)
+        try:
+            return SkillMemoFile.model_validate_json(path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return SkillMemoFile()
+
+    def save(self, skill_id: str, memo: SkillMemoFile) -> None:
+        with self._lock:
+            self._atomic_write(self._skill_file(skill_id), memo.model_dump_json(indent=1).encode("utf-8"))
+
+    def put_blob(self, data: bytes) -> str:
+        digest = hashlib.sha256(data).hexdigest()
+        path = self.root / "blobs" / digest[:2] / digest
+        if not path.exists():
+            self._atomic_write(path, data)
+        return digest
+
+    def get_blob(self, digest: str) -> bytes | None:
+        path = self.root / "blobs" / digest[:2] / digest
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        return data if hashlib.sha256(data).hexdigest() == digest else None
+
+    @staticmethod
+    def _atomic_write(path: Path, data: bytes) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise

@@ -1,0 +1,132 @@
+"""Typed inputs and outputs of one Act (one skill run to completion by a model-driven agent)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from orchestrator.config import Budgets
+from orchestrator.validate.rules import ExpectedOutputs
+from orchestrator.validate.validator import ValidationReport
+
+ExitReason = Literal[
+    "validated",  # expected outputs produced and validated
+    "finished_unvalidated",  # qa.mode=off and the model finished
+    "validation_failed",  # the model finished but the outputs did not validate, and it gave up
+    "budget_tool_calls",
+    "budget_time",
+    "budget_tokens",
+    "reference_cycle",
+    "missing_reference",
+    "sandbox_violation",
+    "stalled",
+    "model_error",
+    "missing_tool",  # the skill declares a tool the sandbox image lacks
+]
+ArtifactType = Literal["file", "log", "screenshot", "thumbnail", "script", "html", "command"]
+
+
+class ActRequest(BaseModel):
+    """What the workflow hands to one Act: the goal, the chosen skill, what must come out, and the budgets."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
+
+    goal: str
+    skill_id: str
+    expected: ExpectedOutputs = ExpectedOutputs()
+    constraints: list[str] = []
+    inputs_dir: Path | None = None
+    """Read-only inputs (user files and outputs of earlier skills), visible to tools as ``inputs/NAME``."""
+    budgets: Budgets = Budgets()
+    qa_mode: Literal["final", "step", "off"] = "final"
+    job_id: str = "act"
+
+
+class Artifact(BaseModel):
+    """One entry of the artifact catalog."""
+
+    path: str
+    """Relative to the output folder (for files produced in ``build/``: the same relative path)."""
+    type: ArtifactType = "file"
+    mime: str = "application/octet-stream"
+    size: int = 0
+    sha256: str = ""
+    version: str = ""
+    """``act.<artifact>@vN``: the blackboard version of this artifact."""
+    partial: bool = False
+    metadata: dict[str, Any] = {}
+
+
+class StepRecord(BaseModel):
+    """Evidence of one step of the loop, appended whether the step succeeded or not."""
+
+    step: int
+    kind: Literal["tool", "reflect", "model"]
+    tool: str | None = None
+    reason_short: str = ""
+    inputs_digest: str = ""
+    ok: bool = True
+    error: str | None = None
+    tokens_in: int = 0
+    tokens_out: int = 0
+    ms: int = 0
+    diff_summary: str = ""
+    file_ids: list[str] = []
+    memo_hit: bool = False
+    container: dict[str, Any] | None = None
+
+
+class Disclosure(BaseModel):
+    l1: int = 0
+    l2: int = 0
+    l3: int = 0
+    dedup_hits: int = 0
+
+
+class ActMetrics(BaseModel):
+    tokens_in: int = 0
+    tokens_out: int = 0
+    tool_calls: int = 0
+    model_calls: int = 0
+    duration_ms: int = 0
+    disclosure: Disclosure = Disclosure()
+    memo_hits: int = 0
+    containers: int = 0
+    micro_reflects: int = 0
+
+    @property
+    def tokens(self) -> int:
+        return self.tokens_in + self.tokens_out
+
+
+class RemainingBudgets(BaseModel):
+    tool_calls: int
+    time_ms: int
+    tokens: int
+    disk_mb: float
+
+
+class Unmet(BaseModel):
+    what: str
+    why: str
+    next_step: str = ""
+
+
+class ActResult(BaseModel):
+    """The outcome of one Act. ``status`` is ``done`` only when the outputs validated (or QA is off)."""
+
+    skill_id: str
+    status: Literal["done", "unmet", "failed"]
+    exit_reason: ExitReason
+    next_step: str = ""
+    artifacts: list[Artifact] = []
+    validation: ValidationReport | None = None
+    evidence_summary: list[StepRecord] = []
+    metrics: ActMetrics = ActMetrics()
+    remaining_budgets: RemainingBudgets
+    unmet: list[Unmet] = []
+    final_message: str = ""
+    stdout_results: list[Any] = Field(default_factory=list)
+    """JSON stdout of successful scripts, for skills whose result is plain stdout (printed by the CLI)."""

@@ -1,0 +1,149 @@
+"""Where an Act's ``build/`` lives.
+
+In production ``build/`` is the sandbox job's size-limited tmpfs volume, so the disk limit is enforced by the kernel
+for the model's own writes and for scripts alike. ``LocalBuildArea`` keeps it in a host folder (used when a goal
+runs without scripts in tests); both satisfy :class:`BuildArea`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path, PurePosixPath
+from typing import Any, Protocol
+
+from orchestrator.errors import PathEscapeError, SandboxError
+from orchestrator.sandbox.models import BuildFile, ScriptResult
+
+
+class BuildArea(Protocol):
+    def write_file(self, rel_path: str, data: bytes) -> BuildFile: ...
+    def read_file(self, rel_path: str, *, max_bytes: int = ...) -> bytes: ...
+    def list_files(self) -> list[BuildFile]: ...
+    def export(self, dest: Path) -> list[BuildFile]: ...
+    def run_script(self, script: str, args: Any = None, *, timeout_s: float = 20) -> ScriptResult: ...
+    def close(self) -> None: ...
+
+
+def clean_build_path(rel_path: str) -> str:
+    """``rel_path`` normalised to a relative POSIX path inside ``build/`` (a leading ``build/`` is accepted)."""
+    text = rel_path.strip().replace("\\", "/")
+    path = PurePosixPath(text)
+    if path.is_absolute() or ".." in path.parts or not path.parts:
+        raise PathEscapeError(f"path must stay inside build/: {rel_path!r}", path=rel_path)
+    parts = list(path.parts)
+    if parts and parts[0] == "build":
+        parts = parts[1:]
+    if not parts or parts == ["."]:
+        raise PathEscapeError(f"not a file path inside build/: {rel_path!r}", path=rel_path)
+    return "/".join(p for p in parts if p != ".")
+
+
+class LocalBuildArea:
+    """``build/`` in a host folder, with the disk limit checked in Python (no scripts can run here)."""
+
+    def __init__(self, root: Path, *, disk_mb: int) -> None:
+        self.root = root
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.limit_bytes = disk_mb * 1024 * 1024
+
+    def _path(self, rel_path: str) -> Path:
+        return self.root / clean_build_path(rel_path)
+
+    def write_file(self, rel_path: str, data: bytes) -> BuildFile:
+        target = self._path(rel_path)
+        used = sum(f.size for f in self.list_files() if f.path != clean_build_path(rel_path))
+        if used + len(data) > self.limit_bytes:
+            raise SandboxError(
+                f"build/ is full: writing {len(data)} bytes would exceed {self.limit_bytes // 1048576} MB",
+                code="disk_full",
+                retryable=False,
+            )
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+        return BuildFile(path=clean_build_path(rel_path), size=len(data), sha256=hashlib.sha256(data).hexdigest())
+
+    def read_file(self, rel_path: str, *, max_bytes: int = 10 * 1024 * 1024) -> bytes:
+        target = self._path(rel_path)
+        if not target.is_file():
+            raise FileNotFoundError(rel_path)
+        with target.open("rb") as fh:
+            return fh.read(max_bytes)
+
+    def list_files(self) -> list[BuildFile]:
+        files = []
+        for path in sorted(self.root.rglob("*")):
+            if path.is_file() and not path.is_symlink():
+                data = path.read_bytes()
+                files.append(
+                    BuildFile(
+                        path=path.relative_to(self.root).as_posix(),
+                        size=len(data),
+                        sha256=hashlib.sha256(data).hexdigest(),
+                    )
+                )
+        return files
+
+    def export(self, dest: Path) -> list[BuildFile]:
+        files = self.list_files()
+        for f in files:
+            target = dest / f.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(self.root / f.path, target)
+        return files
+
+    def run_script(self, script: str, args: Any = None, *, timeout_s: float = 20) -> ScriptResult:
+        raise SandboxError(
+            "scripts cannot run without the Docker sandbox",
+            code="no_sandbox",
+            next_step="run with a Docker engine available (bash ops/setup.sh)",
+        )
+
+    def close(self) -> None:
+        return None
+
+
+class SandboxBuildArea:
+    """``build/`` inside a sandbox job, opened on first use so a skill that never writes costs no container."""
+
+    def __init__(self, runner: Any, job_id: str, skill_root: Path, *, disk_mb: int, inputs_dir: Path | None) -> None:
+        self._runner = runner
+        self._job_id = job_id
+        self._skill_root = skill_root
+        self._disk_mb = disk_mb
+        self._inputs_dir = inputs_dir
+        self._job: Any = None
+
+    @property
+    def job(self) -> Any:
+        if self._job is None:
+            self._job = self._runner.open_job(
+                self._job_id, self._skill_root, disk_mb=self._disk_mb, inputs_dir=self._inputs_dir
+            )
+        return self._job
+
+    @property
+    def opened(self) -> bool:
+        return self._job is not None
+
+    def write_file(self, rel_path: str, data: bytes) -> BuildFile:
+        return self.job.write_file(clean_build_path(rel_path), data)  # type: ignore[no-any-return]
+
+    def read_file(self, rel_path: str, *, max_bytes: int = 10 * 1024 * 1024) -> bytes:
+        return self.job.read_file(clean_build_path(rel_path), max_bytes=max_bytes)  # type: ignore[no-any-return]
+
+    def list_files(self) -> list[BuildFile]:
+        return self.job.list_files() if self._job is not None else []
+
+    def export(self, dest: Path) -> list[BuildFile]:
+        if self._job is None:
+            return []
+        return self.job.export(dest)  # type: ignore[no-any-return]
+
+    def run_script(self, script: str, args: Any = None, *, timeout_s: float = 20) -> ScriptResult:
+        return self.job.run_script(script, args, timeout_s=timeout_s)  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        if self._job is not None:
+            self._job.close()
+            self._job = None

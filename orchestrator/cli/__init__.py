@@ -1,0 +1,50 @@
+"""``python -m orchestrator``: one CLI, sub-commands grouped by area.
+
+Each area keeps its commands in a module of this package; this module only assembles them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from orchestrator.cli import bench, llm, run, sandbox, skills, validate
+from orchestrator.cli.common import CliState
+
+app = typer.Typer(
+    name="orchestrator",
+    help="Skills runtime: a model picks Claude-compatible skills for a goal and runs their scripts in a Docker sandbox.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+
+
+@app.callback()
+def _root(
+    ctx: typer.Context,
+    config: Annotated[
+        Path | None,
+        typer.Option("--config", envvar="ORCH_CONFIG", help="YAML settings file (a `skillruntime:` block is fine)."),
+    ] = None,
+    log_level: Annotated[str, typer.Option("--log-level", envvar="ORCH_LOG_LEVEL", help="Log level.")] = "WARNING",
+) -> None:
+    ctx.obj = CliState(config_file=config, log_level=log_level)
+
+
+app.add_typer(skills.app, name="skills", help="List and inspect skills (L1 index, L2 body, L3 references).")
+app.add_typer(sandbox.app, name="sandbox", help="Run scripts in the Docker sandbox; build its image; reap orphans.")
+app.add_typer(bench.app, name="bench", help="Benchmarks that print JSON with side-by-side ratios.")
+app.command("run", help="Run a goal end to end (Plan -> Act -> Reflect) in this process.")(run.run_goal)
+app.command("validate", help="Validate an output folder: contract rules, then (with --model) semantics.")(
+    validate.validate_cmd
+)
+app.command("scripted-llm", help="Serve a scripted scenario as an OpenAI-compatible HTTP endpoint.")(
+    llm.scripted_llm
+)
+
+
+def main() -> None:
+    app()

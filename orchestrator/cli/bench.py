@@ -1,0 +1,47 @@
+"""CLI: bench commands."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from orchestrator.cli.common import emit_json, fail, state
+from orchestrator.errors import OrchestratorError
+
+app = typer.Typer(no_args_is_help=True)
+
+
+@app.command("sandbox", help="Runner calls of one job vs `docker run --rm --network none`, alternating.")
+def sandbox_bench(
+    ctx: typer.Context,
+    pairs: Annotated[
+        int, typer.Option("--pairs", min=1, help="Measured pairs (after 2 warm-up pairs).")
+    ] = 20,
+    prewarm: Annotated[
+        str,
+        typer.Option("--prewarm", help="started (default) | created | off: how the next container waits."),
+    ] = "started",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
+) -> None:
+    from orchestrator.sandbox.bench import bench_sandbox
+    from orchestrator.sandbox.docker import SandboxRunner
+
+    if prewarm not in ("started", "created", "off"):
+        raise typer.BadParameter("--prewarm must be started, created or off")
+    try:
+        settings = state(ctx).settings()
+        runner = SandboxRunner(settings.sandbox, work_dir=settings.cache_dir / "sandbox", prewarm=prewarm)  # type: ignore[arg-type]
+        try:
+            result = bench_sandbox(runner, pairs=pairs)
+        finally:
+            runner.close()
+    except OrchestratorError as e:
+        fail(e, as_json=as_json)
+    if as_json:
+        emit_json(result)
+    else:
+        typer.echo(
+            f"runner median {result.runner_median_ms} ms (p95 {result.runner_p95_ms}), docker run median "
+            f"{result.docker_run_median_ms} ms, ratio {result.ratio_vs_docker_run}, job setup {result.job_setup_ms} ms"
+        )

@@ -1,0 +1,209 @@
+"""CLI: run a script in the sandbox, build the sandbox image, list its tools, reap orphans."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from orchestrator.cli.common import emit_json, fail, state
+from orchestrator.config import SandboxSettings, Settings
+from orchestrator.errors import ConfigError, OrchestratorError, SandboxRefused
+from orchestrator.sandbox.models import ScriptResult
+
+app = typer.Typer(no_args_is_help=True)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+
+
+def _sandbox_settings(settings: Settings, **changes: Any) -> SandboxSettings:
+    values = {k: v for k, v in changes.items() if v is not None}
+    try:
+        return SandboxSettings.model_validate({**settings.sandbox.model_dump(), **values})
+    except ValueError as e:
+        raise ConfigError(f"invalid sandbox option: {e}", where="cli:sandbox") from e
+
+
+def _parse_args(text: str) -> Any:
+    source = Path(text[1:]).read_text(encoding="utf-8") if text.startswith("@") else text
+    try:
+        return json.loads(source)
+    except ValueError as e:
+        raise typer.BadParameter(f"--args is not JSON: {e}") from e
+
+
+def _seed_build(job: Any, build: Path) -> None:
+    """Files already in --build go into the job's build/ first, so successive runs can chain."""
+    if not build.is_dir():
+        return
+    for path in sorted(build.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            job.write_file(path.relative_to(build).as_posix(), path.read_bytes())
+
+
+@app.command("run", help="Run one script of a skill in a throwaway container; print its ScriptResult.")
+def run_cmd(
+    ctx: typer.Context,
+    script: Annotated[str, typer.Argument(help="Script path relative to the skill root (.py, .sh, .js).")],
+    skill_root: Annotated[Path, typer.Option("--skill-root", help="The skill folder (mounted read-only).")],
+    build: Annotated[Path, typer.Option("--build", help="Host folder that receives build/ after the call.")],
+    args: Annotated[
+        str, typer.Option("--args", help="Args JSON for the script's stdin (or @file.json).")
+    ] = "{}",
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Wall-clock seconds.")] = None,
+    memory_mb: Annotated[int | None, typer.Option("--memory-mb", help="Memory limit (no swap).")] = None,
+    cpus: Annotated[float | None, typer.Option("--cpus", help="CPU quota.")] = None,
+    disk_mb: Annotated[int | None, typer.Option("--disk-mb", help="Size of build/.")] = None,
+    inputs: Annotated[
+        Path | None, typer.Option("--inputs", help="Folder mounted read-only at /inputs.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    from orchestrator.sandbox.docker import SandboxRunner
+    from orchestrator.sandbox.limits import resolve_script
+
+    payload = _parse_args(args)
+    try:
+        settings = state(ctx).settings()
+        sandbox = _sandbox_settings(settings, memory_mb=memory_mb, cpus=cpus)
+        resolve_script(skill_root, script, sandbox.allowed_extensions)  # refuse before touching the engine
+        runner = SandboxRunner(sandbox, work_dir=settings.cache_dir / "sandbox")
+        try:
+            with runner.open_job(
+                "cli", skill_root, disk_mb=disk_mb or settings.limits.disk_write_limit_mb, inputs_dir=inputs
+            ) as job:
+                _seed_build(job, build)
+                try:
+                    result = job.run_script(
+                        script, payload, timeout_s=timeout or settings.limits.script_timeout_s
+                    )
+                except SandboxRefused as e:
+                    result = _refused(script, e)
+                job.export(build)
+        finally:
+            runner.close()
+    except SandboxRefused as e:
+        result = _refused(script, e)
+    except OrchestratorError as e:
+        fail(e, as_json=as_json)
+    if as_json:
+        emit_json(result)
+    else:
+        _print_result(result)
+    raise typer.Exit(0 if result.ok else 1)
+
+
+def _refused(script: str, error: SandboxRefused) -> ScriptResult:
+    return ScriptResult.refused(script, error.message, f"{error.data.get('violation')}: {error.message}")
+
+
+def _print_result(result: ScriptResult) -> None:
+    status = "ok" if result.ok else f"FAILED: {result.reason}"
+    typer.echo(f"{result.script}: {status} (exit {result.exit_code}, {result.duration_ms} ms)")
+    for violation in result.violations:
+        typer.echo(f"  violation: {violation}")
+    if result.stdout_json is not None:
+        typer.echo(json.dumps(result.stdout_json, indent=2, ensure_ascii=False))
+    elif result.stdout_text:
+        typer.echo(result.stdout_text)
+    if result.stderr_summary:
+        typer.echo("--- stderr ---", err=True)
+        typer.echo(result.stderr_summary, err=True)
+
+
+@app.command("build-image", help="Build the sandbox image (skipped when the same content is already built).")
+def build_image_cmd(
+    ctx: typer.Context,
+    base: Annotated[
+        str, typer.Option("--base", help="auto | debootstrap (no registry) | public (debian:bookworm-slim).")
+    ] = "auto",
+    force: Annotated[
+        bool, typer.Option("--force", help="Rebuild even if the same content is built.")
+    ] = False,
+    wheelhouse: Annotated[
+        Path | None, typer.Option("--wheelhouse", help="Use these wheels (air-gapped), not a download.")
+    ] = None,
+    rootfs: Annotated[Path | None, typer.Option("--rootfs", help="Debian rootfs folder to import.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    from orchestrator.sandbox.docker import connect
+    from orchestrator.sandbox.image import build_image
+
+    if base not in ("auto", "debootstrap", "public"):
+        raise typer.BadParameter("--base must be auto, debootstrap or public")
+
+    def say(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    try:
+        settings = state(ctx).settings()
+        client = connect()
+        result = build_image(
+            client,
+            settings,
+            base=base,  # type: ignore[arg-type]
+            force=force,
+            wheelhouse=wheelhouse,
+            rootfs=rootfs,
+            say=say if not as_json else (lambda _t: None),
+        )
+    except OrchestratorError as e:
+        fail(e, as_json=as_json)
+    if as_json:
+        emit_json(result)
+    else:
+        verb = "built" if result.built else "up to date"
+        typer.echo(f"{result.image} {verb} ({result.base}: {result.base_image}) in {result.duration_ms} ms")
+
+
+@app.command("tools", help="The tools the sandbox image provides (from its label).")
+def tools_cmd(ctx: typer.Context, as_json: JsonFlag = False) -> None:
+    from orchestrator.sandbox.docker import connect
+    from orchestrator.sandbox.image import image_tools
+
+    try:
+        settings = state(ctx).settings()
+        tools = image_tools(connect(), settings.sandbox.image)
+    except OrchestratorError as e:
+        fail(e, as_json=as_json)
+    if as_json:
+        emit_json(tools)
+    else:
+        for name, version in sorted(tools.items()):
+            typer.echo(f"{name:16} {version}")
+
+
+@app.command("reap", help="Remove containers and volumes left by dead processes.")
+def reap_cmd(
+    ctx: typer.Context,
+    older_than: Annotated[
+        float, typer.Option("--older-than", help="Only resources older than S seconds.")
+    ] = 0,
+    foreign_after: Annotated[
+        float, typer.Option("--foreign-after", help="Resources of other hosts: only after S seconds.")
+    ] = 3600,
+    as_json: JsonFlag = False,
+) -> None:
+    from orchestrator.sandbox.docker import connect, docker_errors
+    from orchestrator.sandbox.reaper import reap_orphans
+
+    try:
+        settings = state(ctx).settings()
+        client = connect()
+        with docker_errors("sandbox:reap"):
+            report = reap_orphans(
+                client,
+                settings.sandbox.label_prefix,
+                older_than_s=older_than,
+                foreign_after_s=foreign_after,
+                work_root=settings.cache_dir / "sandbox" / "jobs",
+            )
+    except OrchestratorError as e:
+        fail(e, as_json=as_json)
+    if as_json:
+        emit_json({"removed": report.removed, **report.model_dump()})
+    else:
+        typer.echo(f"removed {len(report.containers)} containers, {len(report.volumes)} volumes")

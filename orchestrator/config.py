@@ -1,0 +1,154 @@
+"""Settings: defaults from the seeds, overridden by an optional YAML file, then by ``ORCH_*`` environment variables.
+
+The YAML file may be shaped like the seed's block::
+
+    skillruntime:
+      qa: {mode: final}
+      limits: {max_tool_calls: 20, time_budget_ms: 120000, disk_write_limit_mb: 5}
+
+Environment variables use ``__`` for nesting, e.g. ``ORCH_LIMITS__MAX_TOOL_CALLS=10`` or
+``ORCH_SANDBOX__MEMORY_MB=256``. The file is named by ``ORCH_CONFIG`` or passed to :func:`load_settings`.
+Nothing is read at import time: call :func:`load_settings` and pass the result down explicitly.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+
+from orchestrator.errors import ConfigError
+
+DEFAULT_SANDBOX_IMAGE = "orchestrator-sandbox:latest"
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Budgets(_Section):
+    """Per-skill Act budgets (seed defaults)."""
+
+    max_tool_calls: int = Field(24, ge=1)
+    time_budget_ms: int = Field(120_000, ge=1)
+    token_budget: int = Field(60_000, ge=1)
+    script_timeout_s: float = Field(20, gt=0)
+    disk_write_limit_mb: int = Field(50, ge=1)
+
+
+class SandboxSettings(_Section):
+    """How every script container is limited. The kernel enforces these, not Python."""
+
+    image: str = DEFAULT_SANDBOX_IMAGE
+    memory_mb: int = Field(512, ge=16)
+    cpus: float = Field(1.0, gt=0)
+    pids_limit: int = Field(128, ge=8)
+    tmp_size_mb: int = Field(16, ge=1)
+    uid: int = Field(65534, ge=1)
+    allowed_extensions: tuple[str, ...] = (".py", ".sh", ".js")
+    stdout_limit_bytes: int = Field(1024 * 1024, ge=1024)
+    stderr_max_lines: int = Field(512, ge=1)
+    label_prefix: str = "orchestrator"
+
+
+class QASettings(_Section):
+    mode: Literal["final", "step", "off"] = "final"
+
+
+class SupervisorSettings(_Section):
+    response: Literal["SUMMARY", "SCORED"] = "SUMMARY"
+
+
+class ModelSettings(_Section):
+    """Model call defaults: deterministic by default (temperature 0, fixed seed)."""
+
+    name: str = "openai:gpt-4o-mini"
+    temperature: float = Field(0.0, ge=0, le=2)
+    seed: int = 7
+    request_timeout_s: float = Field(60.0, gt=0)
+    max_retries: int = Field(2, ge=0)
+
+
+class DisclosureSettings(_Section):
+    l2_max_tokens: int = Field(5000, ge=100)
+    l3_max_tokens: int = Field(4000, ge=100)
+
+
+class Settings(BaseSettings):
+    """All settings of one process. Build with :func:`load_settings`; pass it down explicitly."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="ORCH_", env_nested_delimiter="__", extra="forbid", frozen=True
+    )
+
+    limits: Budgets = Budgets()
+    sandbox: SandboxSettings = SandboxSettings()
+    qa: QASettings = QASettings()
+    supervisor: SupervisorSettings = SupervisorSettings()
+    model: ModelSettings = ModelSettings()
+    disclosure: DisclosureSettings = DisclosureSettings()
+    cache_dir: Path = Path.home() / ".cache" / "orchestrator"
+    redis_url: str = "redis://localhost:6379/0"
+    log_level: str = "INFO"
+    log_json: bool = True
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _YamlFileSource(settings_cls))
+
+
+class _YamlFileSource(PydanticBaseSettingsSource):
+    """Reads the file named by ``ORCH_CONFIG`` (or the one given to ``load_settings``)."""
+
+    path: Path | None = None
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover - unused
+        return None, field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        path = self.path or (Path(os.environ["ORCH_CONFIG"]) if os.environ.get("ORCH_CONFIG") else None)
+        return read_settings_file(path) if path else {}
+
+
+def read_settings_file(path: Path) -> dict[str, Any]:
+    """The settings mapping in a YAML file, unwrapping a top-level ``skillruntime:`` block."""
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as e:
+        raise ConfigError(f"settings file not found: {path}", where="config", path=str(path)) from e
+    except yaml.YAMLError as e:
+        raise ConfigError(f"settings file is not valid YAML: {path}: {e}", where="config", path=str(path)) from e
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"settings file must hold a mapping: {path}", where="config", path=str(path))
+    if "skillruntime" in data:
+        data = data["skillruntime"] or {}
+    return dict(data)
+
+
+def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
+    """Settings from defaults, the YAML file, ``ORCH_*`` variables and ``overrides`` (highest first: overrides)."""
+    _YamlFileSource.path = config_file
+    try:
+        return Settings(**overrides)
+    except ValidationError as e:
+        problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
+        raise ConfigError(
+            f"invalid settings: {problems}",
+            where="config",
+            next_step="fix the named setting in the YAML file or the ORCH_* variable",
+        ) from e
+    finally:
+        _YamlFileSource.path = None

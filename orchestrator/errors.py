@@ -1,0 +1,98 @@
+"""One error root for everything the orchestrator raises to its caller.
+
+Errors a model can fix (bad tool arguments, a failing script, a missing file) are *not* raised: they go back to the
+model as tool results. What is raised here is misuse, bad configuration or infrastructure failure. Every error carries
+the data a person needs to act (``where`` it happened and ``next_step``), and constructors never log.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class OrchestratorError(Exception):
+    """Root of every error raised by the orchestrator.
+
+    ``where`` names the step that failed (``plan``, ``skill:document-skills/pptx``, ``tool:run_script``,
+    ``container:...``); ``next_step`` says what to do about it; ``data`` holds machine-readable fields.
+    """
+
+    retryable: bool = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        where: str | None = None,
+        next_step: str | None = None,
+        retryable: bool | None = None,
+        **data: Any,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.where = where
+        self.next_step = next_step
+        if retryable is not None:
+            self.retryable = retryable
+        self.data: dict[str, Any] = data
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "error": type(self).__name__,
+            "message": self.message,
+            "where": self.where,
+            "next_step": self.next_step,
+            "retryable": self.retryable,
+            **({"data": self.data} if self.data else {}),
+        }
+
+    def __str__(self) -> str:
+        text = self.message
+        if self.where:
+            text = f"[{self.where}] {text}"
+        if self.next_step:
+            text = f"{text} (next: {self.next_step})"
+        return text
+
+
+class ConfigError(OrchestratorError):
+    """Settings, a rules file, a scenario file or a goal line that cannot be used as given."""
+
+
+class SkillError(OrchestratorError):
+    """A skill that cannot be found or loaded."""
+
+
+class PathEscapeError(SkillError):
+    """A path that would leave its root (``..``, absolute path, or a symlink pointing out)."""
+
+
+class SandboxError(OrchestratorError):
+    """The sandbox could not run a script (engine unreachable, image missing, container failure).
+
+    A script that fails, times out or is OOM-killed is *not* an error: it is a ``ScriptResult`` field.
+    """
+
+
+class SandboxRefused(SandboxError):
+    """A script was refused before any container started (extension, path outside the skill root)."""
+
+
+class ImageToolMissing(SandboxError):
+    """A skill declares a tool the sandbox image does not provide."""
+
+
+class BudgetExceeded(OrchestratorError):
+    """A budget ran out; ``budget``, ``limit`` and ``used`` say which and by how much."""
+
+
+class ModelError(OrchestratorError):
+    """The model could not be reached, is unknown, or answered with something unusable."""
+
+
+class ValidationRulesError(ConfigError):
+    """A rules file or expected-outputs declaration that is malformed (never treated as a pass)."""
+
+
+class WorkflowError(OrchestratorError):
+    """The Plan / Act / Reflect workflow could not go on."""

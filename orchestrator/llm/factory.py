@@ -1,0 +1,90 @@
+"""``MODEL`` strings to chat models: ``openai:NAME`` (a real server) or ``scripted:PATH`` (a scenario file).
+
+A scripted model is not a shortcut around HTTP: the scenario is served by our OpenAI-compatible server on an
+ephemeral loopback port and called through the same :class:`OpenAIChatModel` a real model uses.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from orchestrator.config import ModelSettings
+from orchestrator.errors import ConfigError
+from orchestrator.llm.interface import ChatModel
+from orchestrator.llm.openai_client import OpenAIChatModel
+from orchestrator.llm.scenario import Scenario, load_scenario
+from orchestrator.logs import get_logger
+from orchestrator.testing.scenario_server import ScenarioServer, start_scenario_server
+
+SCRIPTED_API_KEY = "scripted-no-key"
+TRACE_ENV = "ORCH_SCRIPTED_TRACE"
+ACCEPTED_FORMS = (
+    "openai:NAME (e.g. openai:gpt-4o-mini; uses OPENAI_API_KEY and OPENAI_BASE_URL) or scripted:PATH"
+)
+
+log = get_logger("orchestrator.llm")
+
+
+def parse_model_spec(spec: str) -> tuple[str, str]:
+    """``(kind, value)`` of a ``MODEL`` string; :class:`ConfigError` listing the accepted forms otherwise."""
+    kind, sep, value = spec.partition(":")
+    if not sep or kind not in ("openai", "scripted") or not value.strip():
+        raise ConfigError(
+            f"unknown model {spec!r}: expected {ACCEPTED_FORMS}",
+            where="model",
+            next_step="pass --model openai:NAME or --model scripted:PATH",
+            model=spec,
+        )
+    return kind, value.strip()
+
+
+@contextmanager
+def open_model(spec: str, settings: ModelSettings, *, trace_path: Path | None = None) -> Iterator[ChatModel]:
+    """A chat model for ``spec``, closed (and its scenario server stopped) on exit.
+
+    ``trace_path`` (scripted only) defaults to ``$ORCH_SCRIPTED_TRACE``: every request body is appended to it.
+    """
+    kind, value = parse_model_spec(spec)
+    if kind == "openai":
+        with OpenAIChatModel(value, settings, name=spec) as model:
+            yield model
+        return
+    with open_scripted_model(Path(value), settings, trace_path=trace_path, name=spec) as (model, _server):
+        yield model
+
+
+@contextmanager
+def open_scripted_model(
+    scenario: Scenario | Path,
+    settings: ModelSettings,
+    *,
+    trace_path: Path | None = None,
+    name: str | None = None,
+) -> Iterator[tuple[OpenAIChatModel, ScenarioServer]]:
+    """The model and its running scenario server (for tests that inspect ``server.requests``)."""
+    if not isinstance(scenario, Scenario):
+        scenario = load_scenario(scenario)
+    if trace_path is None and os.environ.get(TRACE_ENV):
+        trace_path = Path(os.environ[TRACE_ENV])
+    server = start_scenario_server(scenario, trace_path=trace_path)
+    try:
+        with OpenAIChatModel(
+            server.model_name,
+            settings,
+            api_key=SCRIPTED_API_KEY,
+            base_url=server.base_url,
+            name=name or f"scripted:{scenario.source}",
+        ) as model:
+            yield model, server
+    finally:
+        server.close()
+        if server.steps_left or server.failures:
+            log.warning(
+                "scripted.unfinished",
+                scenario=scenario.source,
+                steps_left=server.steps_left,
+                failures=len(server.failures),
+            )

@@ -1,0 +1,113 @@
+"""The one narrow model interface the rest of the program sees.
+
+Only ``openai_client.py`` imports ``openai``. The act loop, the planner, the reflector and the semantic validator talk
+to a :class:`ChatModel`; the scripted fakes in ``orchestrator.testing`` implement the same protocol.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Purpose = Literal["plan", "act", "reflect", "semantic", "other"]
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    arguments: str = "{}"
+    """The raw JSON text of the arguments, exactly as the model produced it (it may be invalid)."""
+
+
+class Message(BaseModel):
+    """One chat message in OpenAI Chat Completions shape."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+
+    def to_openai(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.tool_calls:
+            data["tool_calls"] = [
+                {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+                for c in self.tool_calls
+            ]
+        if self.tool_call_id is not None:
+            data["tool_call_id"] = self.tool_call_id
+        return data
+
+
+class ToolSpec(BaseModel):
+    """A function tool offered to the model; ``parameters`` is a JSON Schema generated from a pydantic model."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    strict: bool = False
+
+    def to_openai(self) -> dict[str, Any]:
+        function: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+        }
+        if self.strict:
+            function["strict"] = True
+        return {"type": "function", "function": function}
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    prompt_tokens: int = Field(0, ge=0)
+    completion_tokens: int = Field(0, ge=0)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+class ModelResponse(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    content: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    usage: Usage = Usage()
+    finish_reason: str | None = None
+    model: str = ""
+    latency_ms: int = 0
+
+    def as_message(self) -> Message:
+        return Message(role="assistant", content=self.content, tool_calls=self.tool_calls)
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A chat model with function tools. Deterministic settings (temperature, seed) are fixed at construction."""
+
+    name: str
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        purpose: Purpose = "other",
+        json_response: bool = False,
+    ) -> ModelResponse:
+        """One model call. ``purpose`` is sent along (header ``X-Orch-Purpose``) for tracing.
+
+        ``json_response`` asks for a JSON object answer (``response_format={"type": "json_object"}``).
+        Raises :class:`orchestrator.errors.ModelError` when the model cannot be reached or answers unusably.
+        """
+        ...

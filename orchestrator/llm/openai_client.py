@@ -1,0 +1,253 @@
+"""The one model client: OpenAI Chat Completions with function tools, through the official ``openai`` package.
+
+This is the only module that imports ``openai``. Any OpenAI-compatible server works through ``base_url``
+(``OPENAI_BASE_URL``): vLLM, Ollama, LM Studio, Azure-style gateways and our scripted scenario server. Retries
+of 429/5xx/timeouts are the SDK's own (``max_retries``, ``timeout`` from :class:`ModelSettings`); what is
+still failing afterwards becomes a :class:`ModelError` that says what happened and what to do.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import time
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any, cast
+from urllib.parse import urlsplit
+
+import openai
+
+from orchestrator.config import ModelSettings
+from orchestrator.errors import ModelError
+from orchestrator.llm.interface import Message, ModelResponse, Purpose, ToolCall, ToolSpec, Usage
+from orchestrator.logs import get_logger
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+PURPOSE_HEADER = "X-Orch-Purpose"
+
+log = get_logger("orchestrator.llm")
+
+
+class OpenAIChatModel:
+    """A :class:`~orchestrator.llm.interface.ChatModel` over ``openai.OpenAI().chat.completions``.
+
+    ``model`` is the id the server knows (``gpt-4o-mini``, ``llama3.1:8b``); ``name`` is what the runtime
+    reports (defaults to ``openai:<model>``). ``api_key`` and ``base_url`` default to ``OPENAI_API_KEY`` and
+    ``OPENAI_BASE_URL``.
+    Raises :class:`ModelError` at construction when no API key is available.
+    """
+
+    def __init__(
+        self,
+        model: str,
+        settings: ModelSettings | None = None,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        name: str | None = None,
+    ) -> None:
+        settings = settings or ModelSettings()
+        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
+        if not key:
+            raise ModelError(
+                "OPENAI_API_KEY is not set; export it with your provider's key (local servers such as Ollama "
+                "or vLLM accept any placeholder value), or use --model scripted:PATH for an offline run",
+                where="model",
+                next_step="export OPENAI_API_KEY=... (and OPENAI_BASE_URL for a non-OpenAI server)",
+                model=model,
+            )
+        self.model = model
+        self.name = name or f"openai:{model}"
+        self.settings = settings
+        self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self._client = openai.OpenAI(
+            api_key=key,
+            base_url=self.base_url,
+            max_retries=settings.max_retries,
+            timeout=settings.request_timeout_s,
+            # A proxy from the environment must not capture a local server (Ollama, our scenario server).
+            http_client=openai.DefaultHttpxClient(trust_env=False) if _is_loopback(self.base_url) else None,
+        )
+
+    # --- ChatModel --------------------------------------------------------------------------------
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        purpose: Purpose = "other",
+        json_response: bool = False,
+    ) -> ModelResponse:
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": [m.to_openai() for m in messages],
+            "temperature": self.settings.temperature,
+            "seed": self.settings.seed,
+        }
+        if tools:
+            request["tools"] = [t.to_openai() for t in tools]
+        if json_response:
+            request["response_format"] = {"type": "json_object"}
+        started = time.perf_counter()
+        try:
+            completion = self._client.chat.completions.create(
+                **cast(Any, request), extra_headers={PURPOSE_HEADER: purpose}
+            )
+        except openai.OpenAIError as e:
+            raise self._model_error(e, purpose) from e
+        latency_ms = int((time.perf_counter() - started) * 1000)
+        response = self._to_response(completion, latency_ms, purpose)
+        log.debug(
+            "model.call",
+            model=self.model,
+            purpose=purpose,
+            prompt_tokens=response.usage.prompt_tokens,
+            completion_tokens=response.usage.completion_tokens,
+            tool_calls=[c.name for c in response.tool_calls],
+            latency_ms=latency_ms,
+        )
+        return response
+
+    def list_models(self) -> list[str]:
+        """The model ids the server offers (``GET /models``)."""
+        try:
+            return [m.id for m in self._client.models.list()]
+        except openai.OpenAIError as e:
+            raise self._model_error(e, "other") from e
+
+    def close(self) -> None:
+        self._client.close()
+
+    def __enter__(self) -> OpenAIChatModel:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # --- mapping ----------------------------------------------------------------------------------
+
+    def _to_response(self, completion: Any, latency_ms: int, purpose: Purpose) -> ModelResponse:
+        if not completion.choices:
+            raise ModelError(
+                f"model {self.model!r} at {self.base_url} answered without any choice",
+                where=f"model:{purpose}",
+                next_step="check the server's logs; the answer had no choices",
+            )
+        choice = completion.choices[0]
+        message = choice.message
+        calls = tuple(
+            ToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "{}")
+            for c in message.tool_calls or ()
+            if getattr(c, "type", "function") == "function"
+        )
+        usage = completion.usage
+        return ModelResponse(
+            content=message.content,
+            tool_calls=calls,
+            usage=Usage(
+                prompt_tokens=(usage.prompt_tokens or 0) if usage else 0,
+                completion_tokens=(usage.completion_tokens or 0) if usage else 0,
+            ),
+            finish_reason=choice.finish_reason,
+            model=completion.model or self.model,
+            latency_ms=latency_ms,
+        )
+
+    def _model_error(self, e: openai.OpenAIError, purpose: str) -> ModelError:
+        where = f"model:{purpose}"
+        base = self.base_url
+        retries = self.settings.max_retries
+        common: dict[str, Any] = {"where": where, "model": self.model, "base_url": base}
+        if isinstance(e, openai.APITimeoutError):
+            return ModelError(
+                f"the model server at {base} did not answer within {self.settings.request_timeout_s:g}s "
+                f"(after {retries} retries)",
+                next_step="raise ORCH_MODEL__REQUEST_TIMEOUT_S or check the server's load",
+                retryable=True,
+                **common,
+            )
+        if isinstance(e, openai.APIConnectionError):
+            cause = e.__cause__ or e.__context__
+            detail = f" ({cause})" if cause else ""
+            return ModelError(
+                f"cannot connect to the model server at {base}{detail}",
+                next_step="start the server or set OPENAI_BASE_URL to a reachable OpenAI-compatible endpoint",
+                retryable=True,
+                **common,
+            )
+        if not isinstance(e, openai.APIStatusError):
+            return ModelError(f"model client error: {e}", next_step="check the model settings", **common)
+        server_message = _server_message(e)
+        status = e.status_code
+        common.update(status=status, code=e.code)
+        if e.code == "scenario_mismatch":
+            return ModelError(
+                server_message, next_step="compare the scenario with the trace of what was sent", **common
+            )
+        if isinstance(e, openai.NotFoundError) or e.code == "model_not_found":
+            return ModelError(
+                f"model {self.model!r} was not found at {base} (HTTP {status}: {server_message})",
+                next_step=f"check the model name; list the served models with `curl {base}/models` "
+                "(and check that OPENAI_BASE_URL ends with /v1 for vLLM, Ollama or LM Studio)",
+                **common,
+            )
+        if isinstance(e, openai.AuthenticationError | openai.PermissionDeniedError):
+            return ModelError(
+                f"the model server at {base} rejected the API key (HTTP {status}: {server_message})",
+                next_step="check OPENAI_API_KEY (and that it belongs to the server in OPENAI_BASE_URL)",
+                **common,
+            )
+        if isinstance(e, openai.RateLimitError):
+            quota = e.code == "insufficient_quota"
+            return ModelError(
+                f"the model server at {base} refused the call for rate or quota limits after {retries} "
+                f"retries (HTTP 429: {server_message})",
+                next_step="check the account's quota"
+                if quota
+                else "wait and retry, or run fewer jobs at once",
+                retryable=not quota,
+                **common,
+            )
+        if isinstance(e, openai.InternalServerError):
+            return ModelError(
+                f"the model server at {base} failed after {retries} retries "
+                f"(HTTP {status}: {server_message})",
+                next_step="retry later or check the server's logs",
+                retryable=True,
+                **common,
+            )
+        if isinstance(e, openai.BadRequestError | openai.UnprocessableEntityError):
+            return ModelError(
+                f"the model server at {base} rejected the request (HTTP {status}): {server_message}",
+                next_step="the server's message says which part of the request it refused",
+                **common,
+            )
+        return ModelError(
+            f"the model server at {base} answered HTTP {status}: {server_message}",
+            next_step="check the server's logs",
+            retryable=status >= 500,
+            **common,
+        )
+
+
+def _server_message(e: openai.APIStatusError) -> str:
+    body = e.body
+    if isinstance(body, dict) and isinstance(body.get("message"), str):
+        return str(body["message"])
+    if isinstance(body, str) and body:
+        return body[:500]
+    return e.message
+
+
+def _is_loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

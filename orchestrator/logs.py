@@ -1,0 +1,74 @@
+"""Structured JSON logging (structlog), configured once per process, with secrets masked before writing."""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+import structlog
+
+_SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"), "sk-***"),
+    (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._\-~+/=]{8,}"), r"\1 ***"),
+    (re.compile(r"\bgh[pousr]_[A-Za-z0-9]{16,}"), "gh*_***"),
+    (re.compile(r"\bxox[abpr]-[A-Za-z0-9-]{8,}"), "xox*-***"),
+    (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), "AKIA***"),
+    (re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{4,}"), "jwt-***"),
+    (re.compile(r"(?i)\b((?:api[_-]?key|token|secret|password|passwd)\s*[=:]\s*)[^\s,;\"']{4,}"), r"\1***"),
+    (re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}"), "***@***"),
+)
+_SECRET_KEYS = re.compile(r"(?i)(api[_-]?key|authorization|password|passwd|secret|token)$")
+_COUNT_KEY = re.compile(r"(?i)tokens?_(in|out|used|budget|left|total)$|^tokens?$|_tokens$")
+
+
+def mask_secrets(text: str) -> str:
+    """``text`` with API keys, bearer tokens, credentials and e-mail addresses replaced by ``***``."""
+    for pattern, replacement in _SECRET_PATTERNS:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def mask_value(value: Any, key: str = "") -> Any:
+    """Recursively mask secrets in a log value; values under secret-looking keys are hidden whole."""
+    if key and _SECRET_KEYS.search(key) and not _COUNT_KEY.search(key) and isinstance(value, str):
+        return "***"
+    if isinstance(value, str):
+        return mask_secrets(value)
+    if isinstance(value, Mapping):
+        return {k: mask_value(v, str(k)) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [mask_value(v) for v in value]
+    return value
+
+
+def _mask_processor(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+    return {k: mask_value(v, k) for k, v in event_dict.items()}
+
+
+def configure_logging(level: str = "INFO", *, json: bool = True, stream: TextIO | None = None) -> None:
+    """Route structlog (and stdlib logging) to ``stream`` (stderr by default) as JSON lines or console text."""
+    stream = stream or sys.stderr
+    renderer: Any = structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            _mask_processor,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
+        logger_factory=structlog.PrintLoggerFactory(file=stream),
+        cache_logger_on_first_use=False,
+    )
+    logging.basicConfig(stream=stream, level=level.upper(), format="%(message)s", force=True)
+    for noisy in ("urllib3", "docker", "httpx", "httpcore", "openai"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def get_logger(name: str | None = None, **bound: Any) -> Any:
+    return structlog.get_logger(name).bind(**bound) if bound else structlog.get_logger(name)

@@ -1,0 +1,739 @@
+"""The sandbox runner on the Docker SDK.
+
+A *job* owns two volumes and a holder container: ``build/`` (a size-limited tmpfs, the only writable place) and a
+read-only view of the skill (an overlay of an empty ``build/`` over the skill root, or a per-job copy), kept
+mounted by a tiny holder that also serves put/get_archive. A *call* runs in a fresh container that is removed
+afterwards. To take the engine's start-up cost off the call, the job keeps its next container created, attached
+and started ahead of time, waiting on stdin for the interpreter, the script and the args (see ``LAUNCHER``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import secrets
+import select
+import shutil
+import socket
+import stat
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+import docker
+import docker.errors
+import requests
+from docker.types import Mount
+
+from orchestrator.config import SandboxSettings
+from orchestrator.errors import SandboxError
+from orchestrator.logs import get_logger
+from orchestrator.sandbox import buildfs
+from orchestrator.sandbox.limits import (
+    BUILD_DIR,
+    INPUTS_MOUNT,
+    LAUNCHER,
+    SKILL_MOUNT,
+    ScriptCommand,
+    build_volume_options,
+    holder_host_config,
+    overlay_volume_options,
+    resolve_script,
+    safe_build_path,
+    sandbox_environment,
+    script_host_config,
+)
+from orchestrator.sandbox.models import BuildFile, ScriptResult
+from orchestrator.sandbox.reaper import FOREIGN_GRACE_S, labels, owner_id, reap_orphans
+from orchestrator.sandbox.streams import OutputCollector, pump, summarise_stderr
+
+log = get_logger(__name__)
+
+BUILD_IMAGE_HINT = "python -m orchestrator sandbox build-image"
+HOLDER_BUILD = "/build"
+REAP_INTERVAL_S = 300.0
+SkillView = Literal["auto", "overlay", "copy"]
+Prewarm = Literal["started", "created", "off"]
+
+
+def connect(timeout_s: float = 60) -> docker.DockerClient:
+    """A client of the local engine (``DOCKER_HOST`` honoured), or a retryable :class:`SandboxError`."""
+    try:
+        client = docker.from_env(timeout=int(timeout_s))
+        client.ping()
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as e:
+        raise SandboxError(
+            f"the Docker engine is not reachable: {e}",
+            where="sandbox:engine",
+            next_step="start the Docker daemon (or set DOCKER_HOST) and retry",
+            retryable=True,
+            code="engine_unreachable",
+        ) from e
+    return client
+
+
+@contextmanager
+def docker_errors(where: str) -> Iterator[None]:
+    """Translate Docker SDK failures into :class:`SandboxError` with ``retryable`` set by their kind."""
+    try:
+        yield
+    except SandboxError:
+        raise
+    except docker.errors.ImageNotFound as e:
+        raise SandboxError(
+            f"the sandbox image is missing: {e.explanation or e}",
+            where=where,
+            next_step=f"build it: {BUILD_IMAGE_HINT}",
+            retryable=False,
+            code="image_missing",
+        ) from e
+    except docker.errors.APIError as e:
+        raise SandboxError(
+            f"the Docker engine refused: {e.explanation or e}",
+            where=where,
+            next_step="check the engine (`docker info`) and retry",
+            retryable=e.is_server_error(),
+            code="engine_error",
+        ) from e
+    except (docker.errors.DockerException, requests.exceptions.RequestException, ConnectionError) as e:
+        raise SandboxError(
+            f"the Docker engine is not reachable: {e}",
+            where=where,
+            next_step="start the Docker daemon (or set DOCKER_HOST) and retry",
+            retryable=True,
+            code="engine_unreachable",
+        ) from e
+
+
+def default_work_dir() -> Path:
+    return Path(tempfile.gettempdir()) / f"orchestrator-sandbox-{os.geteuid()}"
+
+
+def _private_dir(path: Path) -> Path:
+    """Create (0700) or accept ``path`` only if it is a real folder of ours: it feeds mounts of every job."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = path.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+        raise SandboxError(
+            f"sandbox work folder {path} is not a folder owned by this user",
+            where="sandbox:setup",
+            next_step="remove it or pass another work_dir",
+            retryable=False,
+        )
+    return path
+
+
+class SandboxRunner:
+    """Runs skill scripts in throwaway containers. One per process; thread-safe across jobs."""
+
+    def __init__(
+        self,
+        settings: SandboxSettings,
+        client: docker.DockerClient | None = None,
+        *,
+        work_dir: Path | None = None,
+        skill_view: SkillView = "auto",
+        prewarm: Prewarm = "started",
+        reap_on_start: bool = True,
+    ) -> None:
+        self.settings = settings
+        self.client = client or connect()
+        self.api: docker.APIClient = self.client.api
+        self.owner = owner_id()
+        self.work_dir = _private_dir(work_dir or default_work_dir())
+        self.skill_view: SkillView = skill_view
+        self.prewarm: Prewarm = prewarm
+        self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sandbox")
+        self._image_id: str | None = None
+        self._last_reap = 0.0
+        if reap_on_start:
+            self._reap_quietly()
+
+    # -- jobs -------------------------------------------------------------------------------------------------
+
+    def open_job(
+        self, job_id: str, skill_root: Path, *, disk_mb: int = 50, inputs_dir: Path | None = None
+    ) -> SandboxJob:
+        """Set up a job's volumes and holder; the caller must ``close()`` it (or use it as a context manager)."""
+        root = Path(skill_root)
+        if not root.is_dir():
+            raise SandboxError(
+                f"skill root {root} is not a folder",
+                where="sandbox:setup",
+                retryable=False,
+                code="bad_skill_root",
+            )
+        if inputs_dir is not None and not Path(inputs_dir).is_dir():
+            raise SandboxError(
+                f"inputs folder {inputs_dir} is not a folder",
+                where="sandbox:setup",
+                retryable=False,
+                code="bad_inputs",
+            )
+        self.ensure_image()
+        if time.monotonic() - self._last_reap > REAP_INTERVAL_S:
+            self._last_reap = time.monotonic()
+            self.executor.submit(self._reap_quietly)
+        job = SandboxJob(self, job_id, root.resolve(), disk_mb=disk_mb, inputs_dir=inputs_dir)
+        try:
+            job._setup()
+        except BaseException:
+            job.close()
+            raise
+        return job
+
+    def ensure_image(self) -> str:
+        """The image id, or a :class:`SandboxError` naming the build command when the image is missing."""
+        if self._image_id is None:
+            with docker_errors("sandbox:image"):
+                try:
+                    self._image_id = self.api.inspect_image(self.settings.image)["Id"]
+                except docker.errors.ImageNotFound as e:
+                    raise SandboxError(
+                        f"sandbox image {self.settings.image} is missing",
+                        where="sandbox:image",
+                        next_step=f"build it: {BUILD_IMAGE_HINT}",
+                        retryable=False,
+                        code="image_missing",
+                    ) from e
+        return self._image_id
+
+    # -- orphans ----------------------------------------------------------------------------------------------
+
+    def reap(self, *, older_than_s: float = 0, foreign_after_s: float = FOREIGN_GRACE_S) -> int:
+        """Remove labelled orphans of our prefix (containers and volumes of dead owners); returns how many."""
+        with docker_errors("sandbox:reap"):
+            report = reap_orphans(
+                self.client,
+                self.settings.label_prefix,
+                older_than_s=older_than_s,
+                foreign_after_s=foreign_after_s,
+                work_root=self.work_dir / "jobs",
+            )
+        return report.removed
+
+    def _reap_quietly(self) -> None:
+        try:
+            self.reap()
+        except Exception as e:  # noqa: BLE001 - reaping is housekeeping; a failure must not stop the jobs
+            log.warning("sandbox.reap_failed", error=str(e))
+
+    def close(self) -> None:
+        self.executor.shutdown(wait=True)
+
+
+@dataclass
+class _Prepared:
+    id: str
+    name: str
+    sock: Any  # the attach socket (socket.SocketIO over the engine's connection)
+    started: bool
+
+    @property
+    def raw(self) -> socket.socket:
+        return self.sock._sock  # type: ignore[no-any-return]
+
+    def dead(self) -> bool:
+        """True if the engine already closed the stream (the container exited before its call)."""
+        if not self.started:
+            return False
+        readable, _, _ = select.select([self.raw], [], [], 0)
+        if not readable:
+            return False
+        try:
+            return self.raw.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            return True
+
+    def close(self) -> None:
+        with suppress(OSError):
+            self.raw.close()
+        with suppress(OSError):
+            self.sock.close()
+
+
+def _slug(job_id: str) -> str:
+    return (re.sub(r"[^A-Za-z0-9_.-]+", "-", job_id).strip("-.") or "job")[:40]
+
+
+class SandboxJob:
+    """One job's sandbox: ``build/`` that persists across calls, and a fresh container per ``run_script``."""
+
+    def __init__(
+        self, runner: SandboxRunner, job_id: str, skill_root: Path, *, disk_mb: int, inputs_dir: Path | None
+    ) -> None:
+        self.runner = runner
+        self.settings = runner.settings
+        self.job_id = job_id
+        self.skill_root = skill_root
+        self.disk_mb = disk_mb
+        self.inputs_dir = Path(inputs_dir).resolve() if inputs_dir is not None else None
+        self.name = f"{self.settings.label_prefix}-{_slug(job_id)}-{secrets.token_hex(4)}"
+        self.job_dir = runner.work_dir / "jobs" / self.name
+        self.skill_view: Literal["overlay", "copy"] = "overlay"
+        self.setup_ms = 0.0
+        self.holder: str | None = None
+        self._api = runner.api
+        self._containers: set[str] = set()
+        self._volumes: list[str] = []
+        self._removals: list[Future[None]] = []
+        self._pending: Future[_Prepared] | None = None
+        self._script_host_config: dict[str, Any] = {}
+        self._seq = 0
+        self._seq_lock = threading.Lock()
+        self._call_lock = threading.Lock()
+        self._closed = False
+
+    def __enter__(self) -> SandboxJob:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _labels(self, role: str, call: int | None = None) -> dict[str, str]:
+        return labels(
+            self.settings.label_prefix,
+            owner=self.runner.owner,
+            job=self.job_id,
+            role=role,
+            call=call,
+            jobdir=str(self.job_dir),
+        )
+
+    # -- setup ------------------------------------------------------------------------------------------------
+
+    def _setup(self) -> None:
+        started = time.perf_counter()
+        with docker_errors(f"sandbox:setup:{self.name}"):
+            build = self._create_volume(
+                f"{self.name}-build", build_volume_options(self.disk_mb, self.settings.uid)
+            )
+            skill_mount = self._skill_mount()
+            build_mount = Mount(HOLDER_BUILD, build, type="volume", no_copy=True)
+            try:
+                self._start_holder([skill_mount, build_mount])
+            except docker.errors.APIError as e:
+                if self.runner.skill_view != "auto" or self.skill_view != "overlay":
+                    raise
+                log.info("sandbox.overlay_unavailable", job=self.name, error=str(e))
+                self._discard_holder()
+                skill_mount = self._copy_skill()
+                self._start_holder([skill_mount, build_mount])
+            mounts = [skill_mount, Mount(f"{SKILL_MOUNT}/{BUILD_DIR}", build, type="volume", no_copy=True)]
+            if self.inputs_dir is not None:
+                mounts.append(Mount(INPUTS_MOUNT, str(self.inputs_dir), type="bind", read_only=True))
+            self._script_host_config = self._api.create_host_config(
+                **script_host_config(self.settings, mounts)
+            )
+        self.setup_ms = (time.perf_counter() - started) * 1000
+        log.info(
+            "sandbox.job_open", job=self.name, skill_view=self.skill_view, setup_ms=round(self.setup_ms, 1)
+        )
+        if self.runner.prewarm != "off":
+            self._pending = self.runner.executor.submit(self._prepare)
+
+    def _create_volume(self, name: str, options: dict[str, str]) -> str:
+        self._api.create_volume(name=name, driver="local", driver_opts=options, labels=self._labels("volume"))
+        self._volumes.append(name)
+        return name
+
+    def _skill_mount(self) -> Mount:
+        options = None
+        if self.runner.skill_view in ("auto", "overlay"):
+            stub = self.runner.work_dir / "overlay-stub"
+            (stub / BUILD_DIR).mkdir(parents=True, exist_ok=True)
+            stub.chmod(0o755)  # the merged root takes the top layer's mode: the sandbox user must enter it
+            options = overlay_volume_options(stub, self.skill_root)
+        if options is None:
+            if self.runner.skill_view == "overlay":
+                raise SandboxError(
+                    f"skill root {self.skill_root} cannot be an overlay lower layer (',', ':' or '=' in its path)",
+                    where="sandbox:setup",
+                    retryable=False,
+                )
+            return self._copy_skill()
+        self.skill_view = "overlay"
+        volume = self._create_volume(f"{self.name}-skill", options)
+        return Mount(SKILL_MOUNT, volume, type="volume", read_only=True, no_copy=True)
+
+    def _copy_skill(self) -> Mount:
+        """Fallback view: a per-job copy of the skill (symlinks copied as links, never followed)."""
+        self.skill_view = "copy"
+        _private_dir(self.job_dir.parent)
+        target = self.job_dir / "skill"
+        shutil.copytree(
+            self.skill_root,
+            target,
+            symlinks=True,
+            ignore=lambda folder, names: (
+                [BUILD_DIR] if Path(folder) == self.skill_root and BUILD_DIR in names else []
+            ),
+        )
+        (target / BUILD_DIR).mkdir(exist_ok=True)
+        for folder, _dirs, files in os.walk(target):
+            os.chmod(folder, 0o755)  # the sandbox user reads the copy whatever the original modes were
+            for name in files:
+                path = Path(folder, name)
+                if not path.is_symlink():
+                    path.chmod(path.stat().st_mode | 0o444)
+        return Mount(SKILL_MOUNT, str(target), type="bind", read_only=True)
+
+    def _start_holder(self, mounts: list[Mount]) -> None:
+        uid = self.settings.uid
+        created = self._api.create_container(
+            self.settings.image,
+            ["sleep", "infinity"],
+            name=f"{self.name}-holder",
+            user=f"{uid}:{uid}",
+            environment=sandbox_environment(),
+            labels=self._labels("holder"),
+            host_config=self._api.create_host_config(**holder_host_config(mounts)),
+            network_disabled=True,
+            use_config_proxy=False,
+        )
+        self.holder = created["Id"]
+        self._containers.add(created["Id"])
+        self._api.start(created["Id"])
+
+    def _discard_holder(self) -> None:
+        if self.holder:
+            self._remove_container(self.holder)
+            self.holder = None
+        for name in [v for v in self._volumes if v.endswith("-skill")]:
+            self._remove_volume(name)
+
+    # -- calls ------------------------------------------------------------------------------------------------
+
+    def _prepare(self) -> _Prepared:
+        """Create the next call's container, attach to it, and (with prewarm "started") start it."""
+        with self._seq_lock:
+            self._seq += 1
+            call = self._seq
+        uid = self.settings.uid
+        name = f"{self.name}-c{call}"
+        with docker_errors(f"container:{name}"):
+            created = self._api.create_container(
+                self.settings.image,
+                LAUNCHER,
+                name=name,
+                user=f"{uid}:{uid}",
+                working_dir=SKILL_MOUNT,
+                environment=sandbox_environment(),
+                labels=self._labels("script", call),
+                host_config=self._script_host_config,
+                stdin_open=True,  # with detach=False this also sets StdinOnce: our half-close ends stdin
+                use_config_proxy=False,  # never inject the client's proxy settings into the environment
+                network_disabled=True,
+                hostname="sandbox",
+            )
+            cid = created["Id"]
+            self._containers.add(cid)
+            sock = self._api.attach_socket(cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
+            prestart = self.runner.prewarm == "started"
+            if prestart:
+                self._api.start(cid)
+        return _Prepared(cid, name, sock, started=prestart)
+
+    def _take_prepared(self) -> _Prepared:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            try:
+                prepared = pending.result(timeout=120)
+                if not prepared.dead():
+                    return prepared
+                self._discard(prepared)
+            except Exception as e:  # noqa: BLE001 - a failed pre-creation is retried once, synchronously
+                log.warning("sandbox.prewarm_failed", job=self.name, error=str(e))
+        return self._prepare()
+
+    def wait_ready(self, timeout_s: float = 120) -> None:
+        """Block until the next call's container is prepared (benchmarks use it to keep measurements apart)."""
+        if self._pending is not None:
+            with suppress(Exception):
+                self._pending.result(timeout=timeout_s)
+
+    def run_script(
+        self, script: str, args: dict[str, Any] | list[Any] | None = None, *, timeout_s: float = 20
+    ) -> ScriptResult:
+        """Run ``script`` (relative to the skill root) with ``args`` as its stdin JSON in a fresh container.
+
+        Raises :class:`SandboxRefused` before any container starts when the policy refuses the script, and
+        :class:`SandboxError` when the engine fails. A failing, slow, noisy or OOM-killed script is a result.
+        """
+        if self._closed:
+            raise SandboxError("the sandbox job is closed", where=f"sandbox:{self.name}", retryable=False)
+        command = resolve_script(self.skill_root, script, self.settings.allowed_extensions)
+        payload = json.dumps({} if args is None else args, ensure_ascii=False).encode()
+        with self._call_lock:
+            prepared = self._take_prepared()
+            try:
+                result = self._run(prepared, command, payload, timeout_s)
+            finally:
+                self._discard(prepared)
+                if not self._closed and self.runner.prewarm != "off":
+                    self._pending = self.runner.executor.submit(self._prepare)
+        log.info(
+            "sandbox.call",
+            job=self.name,
+            container=result.container,
+            cmd=result.command,
+            exit_code=result.exit_code,
+            ok=result.ok,
+            stdout_bytes=result.stdout_bytes,
+            stderr_bytes=result.stderr_bytes,
+            duration_ms=result.duration_ms,
+            timed_out=result.timed_out,
+            oom_killed=result.oom_killed,
+            reason=result.reason,
+        )
+        return result
+
+    def _run(
+        self, prepared: _Prepared, command: ScriptCommand, payload: bytes, timeout_s: float
+    ) -> ScriptResult:
+        collector = OutputCollector(self.settings.stdout_limit_bytes, self.settings.stderr_max_lines)
+        where = f"container:{prepared.name}"
+        with docker_errors(where):
+            if not prepared.started:
+                self._api.start(prepared.id)
+            started = time.monotonic()
+            try:
+                prepared.raw.sendall(command.launcher_header() + payload)
+                prepared.raw.shutdown(socket.SHUT_WR)  # EOF on the script's stdin
+            except OSError as e:
+                raise SandboxError(
+                    f"could not feed stdin to {prepared.name}: {e}", where=where, retryable=True
+                ) from e
+            outcome = pump(prepared.raw, collector, started + timeout_s)
+            duration_ms = int((time.monotonic() - started) * 1000)
+            if outcome != "eof":
+                with suppress(docker.errors.APIError):
+                    self._api.kill(prepared.id)
+                # The engine only reports the exit once its copy into our socket ends; we stopped reading.
+                prepared.close()
+            exit_code = self._api.wait(prepared.id, timeout=60).get("StatusCode")
+            oom = False
+            if outcome == "eof" and exit_code not in (0, None):
+                state = self._api.inspect_container(prepared.id)["State"]
+                oom = bool(state.get("OOMKilled")) or exit_code == 137
+        return self._result(
+            command, prepared.name, collector, outcome, exit_code, oom, duration_ms, timeout_s
+        )
+
+    def _result(
+        self,
+        command: ScriptCommand,
+        container: str,
+        out: OutputCollector,
+        outcome: str,
+        exit_code: int | None,
+        oom: bool,
+        duration_ms: int,
+        timeout_s: float,
+    ) -> ScriptResult:
+        parsed, value = out.stdout_json()
+        violations: list[str] = []
+        reason: str | None = None
+        limit_mib = f"{self.settings.stdout_limit_bytes / 1048576:g} MiB"
+        if outcome == "timeout":
+            reason = f"timed out after {timeout_s:g}s"
+            violations.append(f"timeout: killed after {timeout_s:g}s")
+        elif outcome == "stdout_limit":
+            reason = f"stdout exceeded {limit_mib}"
+            violations.append(f"stdout_limit: more than {limit_mib} written to stdout; killed")
+        elif oom:
+            reason = f"out of memory ({self.settings.memory_mb} MiB)"
+            violations.append(f"memory_limit: killed by the kernel at {self.settings.memory_mb} MiB")
+        elif exit_code != 0:
+            reason = f"exit code {exit_code}"
+        elif not parsed:
+            reason = (
+                "stdout is not JSON" if out.stdout.strip() else "stdout is empty (a JSON value is expected)"
+            )
+        tail = out.stderr_tail
+        if reason is not None:
+            text = "\n".join(tail)
+            if "No space left on device" in text or "ENOSPC" in text:
+                violations.append(f"disk_limit: build/ is full ({self.disk_mb} MiB)")
+            if "Resource temporarily unavailable" in text or "BlockingIOError" in text or "EAGAIN" in text:
+                violations.append(f"pids_limit: at most {self.settings.pids_limit} processes")
+        return ScriptResult(
+            ok=reason is None,
+            exit_code=exit_code,
+            stdout_json=value if parsed else None,
+            stdout_text=out.stdout_text(),
+            stderr_summary=summarise_stderr(tail, out.stderr_lines),
+            stderr_lines=out.stderr_lines,
+            stderr_tail=tail,
+            duration_ms=duration_ms,
+            timed_out=outcome == "timeout",
+            oom_killed=oom,
+            violations=violations,
+            reason=reason,
+            script=command.script,
+            container=container,
+            command=command.argv,
+            stdout_bytes=out.stdout_bytes,
+            stderr_bytes=out.stderr_bytes,
+        )
+
+    def _discard(self, prepared: _Prepared) -> None:
+        prepared.close()
+        try:
+            self._removals.append(self.runner.executor.submit(self._remove_container, prepared.id))
+        except RuntimeError:  # the runner's executor is shut down: remove in this thread
+            self._remove_container(prepared.id)
+
+    def _remove_container(self, cid: str) -> None:
+        try:
+            self._api.remove_container(cid, force=True)
+        except docker.errors.NotFound:
+            pass
+        except docker.errors.APIError as e:
+            if e.status_code != 409:  # 409: removal already in progress
+                log.warning("sandbox.remove_failed", container=cid[:12], error=str(e))
+                return
+        self._containers.discard(cid)
+
+    def _remove_volume(self, name: str) -> None:
+        for attempt in range(20):
+            try:
+                self._api.remove_volume(name)
+                break
+            except docker.errors.NotFound:
+                break
+            except docker.errors.APIError as e:
+                if e.status_code != 409 or attempt == 19:
+                    log.warning("sandbox.volume_remove_failed", volume=name, error=str(e))
+                    return
+                time.sleep(0.05)
+        if name in self._volumes:
+            self._volumes.remove(name)
+
+    # -- build/ -----------------------------------------------------------------------------------------------
+
+    def _exec_holder(self, argv: list[str]) -> tuple[int, str]:
+        uid = self.settings.uid
+        with docker_errors(f"container:{self.name}-holder"):
+            exec_id = self._api.exec_create(self.holder, argv, user=f"{uid}:{uid}")["Id"]
+            output = self._api.exec_start(exec_id)
+            code = self._api.exec_inspect(exec_id).get("ExitCode")
+        return int(code or 0), output.decode("utf-8", errors="replace")
+
+    def free_bytes(self) -> int:
+        """Bytes still free in ``build/`` (the tmpfs as the kernel counts it)."""
+        code, out = self._exec_holder(["df", "-P", "-B1", HOLDER_BUILD])
+        if code != 0:
+            raise SandboxError(
+                f"cannot measure build/: {out.strip()}", where=f"sandbox:{self.name}", retryable=True
+            )
+        return int(out.strip().splitlines()[-1].split()[3])
+
+    def write_file(self, rel_path: str, data: bytes) -> BuildFile:
+        """Write ``data`` to ``build/rel_path``; a write that does not fit raises ``disk_full`` and leaves nothing."""
+        self._check_open()
+        rel = safe_build_path(rel_path)
+        free = self.free_bytes()
+        needed = -(-len(data) // 4096) * 4096 + 4096 * (rel.count("/") + 1)
+        if needed > free:
+            raise self._disk_full(rel, len(data), free)
+        try:
+            with docker_errors(f"sandbox:write_file:{rel}"):
+                self._api.put_archive(
+                    self.holder, HOLDER_BUILD, buildfs.file_archive(rel, data, self.settings.uid)
+                )
+        except SandboxError as e:
+            self._exec_holder(["rm", "-f", "--", f"{HOLDER_BUILD}/{rel}"])
+            if "no space" in str(e).lower():
+                raise self._disk_full(rel, len(data), free) from e
+            raise
+        return BuildFile(path=rel, size=len(data), sha256=hashlib.sha256(data).hexdigest())
+
+    def _disk_full(self, rel: str, size: int, free: int) -> SandboxError:
+        return SandboxError(
+            f"build/ is full: {rel} needs {size} bytes, {free} bytes free of {self.disk_mb} MiB",
+            where=f"sandbox:write_file:{rel}",
+            next_step="write less, or remove files from build/ first",
+            retryable=False,
+            code="disk_full",
+        )
+
+    def read_file(self, rel_path: str, *, max_bytes: int = 10 * 1024 * 1024) -> bytes:
+        """The content of the regular file ``build/rel_path`` (symlinks and folders refused)."""
+        self._check_open()
+        rel = safe_build_path(rel_path)
+        where = f"sandbox:read_file:{rel}"
+        with docker_errors(where):
+            try:
+                chunks, path_stat = self._api.get_archive(self.holder, f"{HOLDER_BUILD}/{rel}")
+            except docker.errors.NotFound as e:
+                raise SandboxError(
+                    f"build/{rel} does not exist", where=where, retryable=False, code="not_found"
+                ) from e
+        if not buildfs.stat_is_regular(path_stat):
+            raise SandboxError(
+                f"build/{rel} is not a regular file", where=where, retryable=False, code="not_a_file"
+            )
+        if int(path_stat.get("size", 0)) > max_bytes:
+            raise SandboxError(
+                f"build/{rel} is {path_stat['size']} bytes, more than {max_bytes}",
+                where=where,
+                retryable=False,
+                code="too_large",
+            )
+        with docker_errors(where):
+            return buildfs.read_single_file(chunks, max_bytes)
+
+    def list_files(self) -> list[BuildFile]:
+        """Every regular file in ``build/`` with its size and sha256."""
+        self._check_open()
+        with docker_errors(f"sandbox:{self.name}:list"):
+            chunks, _ = self._api.get_archive(self.holder, HOLDER_BUILD)
+            return buildfs.list_archive(chunks)
+
+    def export(self, dest: Path) -> list[BuildFile]:
+        """Copy ``build/`` into the host folder ``dest`` (regular files only, nothing followed through symlinks)."""
+        self._check_open()
+        with docker_errors(f"sandbox:{self.name}:export"):
+            chunks, _ = self._api.get_archive(self.holder, HOLDER_BUILD)
+            return buildfs.extract_archive(chunks, Path(dest))
+
+    def _check_open(self) -> None:
+        if self._closed or self.holder is None:
+            raise SandboxError("the sandbox job is closed", where=f"sandbox:{self.name}", retryable=False)
+
+    # -- teardown ---------------------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Remove every container and volume of the job and its folder; safe to call twice."""
+        if self._closed:
+            return
+        self._closed = True
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            with suppress(Exception):
+                self._discard(pending.result(timeout=120))
+        for removal in list(self._removals):
+            with suppress(Exception):
+                removal.result(timeout=120)
+        for cid in list(self._containers):
+            self._remove_container(cid)
+        for name in list(self._volumes):
+            self._remove_volume(name)
+        if self.job_dir.exists():
+            shutil.rmtree(self.job_dir, ignore_errors=True)
+        if self._containers or self._volumes:
+            log.warning(
+                "sandbox.leftovers", job=self.name, containers=len(self._containers), volumes=self._volumes
+            )

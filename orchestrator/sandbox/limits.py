@@ -1,0 +1,238 @@
+"""The sandbox policy: which scripts may run, with which interpreter, and the container settings that enforce it.
+
+Everything here is decided on the host *before* a container starts. The limits themselves (network, memory, CPU,
+pids, time, disk, read-only files) are enforced by the kernel through the container configuration built below.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from docker.types import LogConfig, Mount, Ulimit
+
+from orchestrator.config import SandboxSettings
+from orchestrator.errors import PathEscapeError, SandboxRefused
+
+INTERPRETERS: dict[str, str] = {".py": "python3", ".sh": "bash", ".js": "node"}
+SKILL_MOUNT = "/skill"
+BUILD_DIR = "build"
+BUILD_MOUNT = f"{SKILL_MOUNT}/{BUILD_DIR}"
+INPUTS_MOUNT = "/inputs"
+SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+# The container starts before its call is known and waits on stdin: the first two lines name the interpreter and
+# the script, the rest is the args JSON the script reads. `exec` keeps the script as PID 1, so when it exits the
+# kernel kills every process it left behind.
+LAUNCHER: list[str] = [
+    "/bin/sh",
+    "-c",
+    'IFS= read -r interp && IFS= read -r script && exec "$interp" "$script"',
+    "orch-launch",
+]
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+@dataclass(frozen=True)
+class ScriptCommand:
+    """A script that passed every host-side check, ready to be handed to a container."""
+
+    script: str  # as given, relative to the skill root
+    target: str  # the resolved file, relative to the skill root (symlinks inside the root followed)
+    interpreter: str
+
+    @property
+    def container_path(self) -> str:
+        return f"{SKILL_MOUNT}/{self.target}"
+
+    @property
+    def argv(self) -> list[str]:
+        return [self.interpreter, self.container_path]
+
+    def launcher_header(self) -> bytes:
+        return f"{self.interpreter}\n{self.container_path}\n".encode()
+
+
+def _refuse(script: str, violation: str, message: str, next_step: str) -> SandboxRefused:
+    return SandboxRefused(
+        message,
+        where=f"tool:run_script:{script}",
+        next_step=next_step,
+        retryable=False,
+        violation=violation,
+        script=script,
+    )
+
+
+def resolve_script(skill_root: Path, script: str, allowed_extensions: Iterable[str]) -> ScriptCommand:
+    """Check ``script`` against the policy and resolve it inside ``skill_root``, or raise :class:`SandboxRefused`.
+
+    Refused: empty or absolute paths, any ``..`` component, control characters, a path under ``build/`` (scripts
+    come from the skill, not from the job's output), an extension that is not allowed or has no interpreter, a path
+    that resolves outside the root (symlinks included), and a missing or non-regular file.
+    """
+    allowed = {ext.lower() for ext in allowed_extensions}
+    if not script or not script.strip():
+        raise _refuse(
+            script, "empty_path", "no script path given", "name a script relative to the skill root"
+        )
+    if _CONTROL.search(script) or "\\" in script:
+        raise _refuse(
+            script,
+            "bad_path",
+            f"script path {script!r} holds control characters or backslashes",
+            "use a plain path",
+        )
+    pure = PurePosixPath(script)
+    if pure.is_absolute() or ".." in pure.parts or re.match(r"^[A-Za-z]:", script):
+        raise _refuse(
+            script,
+            "path_escape",
+            f"script path {script!r} must be relative to the skill root, without '..'",
+            "name a script inside the skill folder",
+        )
+    parts = [p for p in pure.parts if p != "."]
+    if not parts:
+        raise _refuse(
+            script, "empty_path", "no script path given", "name a script relative to the skill root"
+        )
+    if parts[0] == BUILD_DIR:
+        raise _refuse(
+            script,
+            "build_script",
+            f"script {script!r} is under build/: only scripts shipped with the skill may run",
+            "run a script of the skill folder",
+        )
+    extension = pure.suffix.lower()
+    if extension not in allowed:
+        raise _refuse(
+            script,
+            "extension_not_allowed",
+            f"script {script!r}: extension {extension or '(none)'!r} is not allowed (allowed: {sorted(allowed)})",
+            "use a .py, .sh or .js script of the skill",
+        )
+    interpreter = INTERPRETERS.get(extension)
+    if interpreter is None:
+        raise _refuse(
+            script,
+            "no_interpreter",
+            f"script {script!r}: no interpreter is known for {extension!r}",
+            f"use one of {sorted(INTERPRETERS)}",
+        )
+    root = skill_root.resolve()
+    resolved = (root / PurePosixPath(*parts)).resolve()
+    if not resolved.is_relative_to(root):
+        raise _refuse(
+            script,
+            "path_escape",
+            f"script {script!r} resolves outside the skill root (symlink to {resolved})",
+            "run a script that lives inside the skill folder",
+        )
+    if not resolved.exists():
+        raise _refuse(
+            script, "not_found", f"script {script!r} does not exist in the skill", "list the skill's files"
+        )
+    if not resolved.is_file():
+        raise _refuse(script, "not_a_file", f"script {script!r} is not a regular file", "name a script file")
+    target = resolved.relative_to(root).as_posix()
+    if target.split("/", 1)[0] == BUILD_DIR:
+        raise _refuse(
+            script,
+            "build_script",
+            f"script {script!r} points into build/",
+            "run a script of the skill folder",
+        )
+    return ScriptCommand(script=script, target=target, interpreter=interpreter)
+
+
+def safe_build_path(rel_path: str) -> str:
+    """``rel_path`` normalised to a POSIX path inside ``build/``, or :class:`PathEscapeError`."""
+    if not rel_path or _CONTROL.search(rel_path) or "\\" in rel_path:
+        raise PathEscapeError(f"bad build path {rel_path!r}", where="sandbox:build", path=rel_path)
+    pure = PurePosixPath(rel_path)
+    parts = [p for p in pure.parts if p not in (".", "")]
+    if pure.is_absolute() or ".." in parts or not parts:
+        raise PathEscapeError(
+            f"build path {rel_path!r} must be relative, inside build/, without '..'",
+            where="sandbox:build",
+            next_step="use a path like 'deck/slides.pptx'",
+            path=rel_path,
+        )
+    if parts[0] == BUILD_DIR and len(parts) > 1:  # tolerate "build/x" as well as "x"
+        parts = parts[1:]
+    return "/".join(parts)
+
+
+def sandbox_environment() -> dict[str, str]:
+    """The whole environment of a script: built from nothing, no host variables, no secrets."""
+    return {
+        "HOME": "/tmp",
+        "TMPDIR": "/tmp",
+        "PATH": SANDBOX_PATH,
+        "LANG": "C.UTF-8",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
+
+
+def _common_hardening() -> dict[str, Any]:
+    return {
+        "network_mode": "none",
+        "cap_drop": ["ALL"],
+        "security_opt": ["no-new-privileges"],
+        "privileged": False,
+        # json-file logging would copy every byte of output to the host's disk (a stdout flood would fill it).
+        "log_config": LogConfig(type=LogConfig.types.NONE),
+        "ulimits": [Ulimit(name="nofile", soft=1024, hard=1024), Ulimit(name="core", soft=0, hard=0)],
+    }
+
+
+def script_host_config(settings: SandboxSettings, mounts: list[Mount]) -> dict[str, Any]:
+    """Keyword arguments of ``APIClient.create_host_config`` for one script container."""
+    memory = f"{settings.memory_mb}m"
+    return {
+        **_common_hardening(),
+        "mem_limit": memory,
+        "memswap_limit": memory,  # equal to the memory limit: no swap
+        "nano_cpus": int(settings.cpus * 1_000_000_000),
+        "pids_limit": settings.pids_limit,
+        "read_only": True,
+        "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={settings.tmp_size_mb}m,mode=1777"},
+        "shm_size": f"{settings.tmp_size_mb}m",
+        "mounts": mounts,
+    }
+
+
+def holder_host_config(mounts: list[Mount]) -> dict[str, Any]:
+    """The per-job holder only keeps the volumes mounted and serves put/get_archive; it runs nothing else."""
+    return {
+        **_common_hardening(),
+        "mem_limit": "32m",
+        "memswap_limit": "32m",
+        "nano_cpus": 200_000_000,
+        "pids_limit": 16,
+        # Still read-only: the daemon accepts put_archive into a read-write *volume* of a read-only container,
+        # and a symlink planted in build/ by a script then cannot redirect a write into the holder's own files.
+        "read_only": True,
+        "mounts": mounts,
+    }
+
+
+def build_volume_options(disk_mb: int, uid: int) -> dict[str, str]:
+    """``local`` driver options of the size-limited tmpfs that is the job's ``build/`` (ENOSPC at the limit)."""
+    return {"type": "tmpfs", "device": "tmpfs", "o": f"size={disk_mb}m,uid={uid},gid={uid},mode=0755"}
+
+
+def overlay_volume_options(stub_dir: Path, skill_root: Path) -> dict[str, str] | None:
+    """A read-only overlay: ``stub_dir`` (only an empty ``build/``) over the skill root; None if paths can't be used.
+
+    With two lower layers and no upper layer the kernel mounts the overlay read-only, so the host skill folder is
+    never written and no per-job folders are needed; ``build/`` exists as a mountpoint for the tmpfs volume.
+    """
+    text = f"{stub_dir}{skill_root}"
+    if any(ch in text for ch in ",:=") or _CONTROL.search(text):
+        return None  # mount(2) option syntax cannot carry these characters
+    return {"type": "overlay", "device": "overlay", "o": f"lowerdir={stub_dir}:{skill_root}"}

@@ -1,0 +1,87 @@
+"""Typed results of the sandbox: one script call, one file of ``build/``, one image build, one reaper pass."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class ScriptResult(BaseModel):
+    """What one ``run_script`` call did. Timeouts, OOM and oversized output are fields here, never exceptions."""
+
+    model_config = ConfigDict(frozen=True)
+
+    ok: bool
+    exit_code: int | None
+    stdout_json: Any | None = None
+    stdout_text: str = Field("", description="first 4 KiB of stdout, as evidence when it is not JSON")
+    stderr_summary: str = ""
+    stderr_lines: int = Field(0, description="lines written to stderr in total (only the last ones are kept)")
+    stderr_tail: list[str] = Field(default_factory=list, description="the last stderr lines kept (≤512)")
+    duration_ms: int = 0
+    timed_out: bool = False
+    oom_killed: bool = False
+    violations: list[str] = Field(default_factory=list)
+    reason: str | None = Field(
+        None, description="why the call is not ok, in words a person or model can act on"
+    )
+    script: str = Field(..., description="script path relative to the skill root")
+    container: str | None = None
+    command: list[str] = Field(default_factory=list, description="the command the container ran")
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+
+    @classmethod
+    def refused(cls, script: str, reason: str, violation: str) -> ScriptResult:
+        """The result shape of a call refused before any container started (CLI and tool results)."""
+        return cls(ok=False, exit_code=None, script=script, reason=reason, violations=[violation])
+
+
+class BuildFile(BaseModel):
+    """One regular file under a job's ``build/``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str = Field(..., description="relative to build/, POSIX separators")
+    size: int
+    sha256: str
+
+
+class ImageBuild(BaseModel):
+    """Outcome of ``sandbox build-image``."""
+
+    image: str
+    image_id: str
+    content_hash: str
+    base: Literal["public", "debootstrap"]
+    base_image: str
+    built: bool = Field(..., description="False when an image with the same content hash was already present")
+    duration_ms: int
+    tools: dict[str, str]
+
+
+class ReapReport(BaseModel):
+    """What one reaper pass removed."""
+
+    containers: list[str] = Field(default_factory=list)
+    volumes: list[str] = Field(default_factory=list)
+    folders: list[str] = Field(default_factory=list)
+
+    @property
+    def removed(self) -> int:
+        return len(self.containers) + len(self.volumes)
+
+
+class SandboxBench(BaseModel):
+    """``bench sandbox``: runner calls of one job against ``docker run --rm`` of the same image."""
+
+    runner_median_ms: float
+    runner_p95_ms: float
+    docker_run_median_ms: float
+    docker_run_p95_ms: float
+    ratio_vs_docker_run: float
+    job_setup_ms: float
+    pairs: int
+    image: str
+    skill_view: str

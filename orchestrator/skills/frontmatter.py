@@ -1,0 +1,525 @@
+"""SKILL.md bytes -> frontmatter fields, body and problems, as the Agent Skills specification defines them.
+
+Pure functions, no I/O: the loader reads the file (confined, through the read cache) and hands the bytes here.
+Nothing in here raises for bad input; every defect becomes a :class:`Problem` that names the line and field.
+Values are kept exactly as YAML reads them; only the trailing newline a block scalar (``>``/``|``) adds is
+removed.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import re
+import unicodedata
+from typing import Any
+
+import jsonschema
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from orchestrator.skills.models import KNOWN_OPERATIONS, Declarations, Problem, Severity
+
+SPEC_KEYS = ("name", "description", "license", "allowed-tools", "metadata", "compatibility")
+DECLARATION_KEYS = ("requires-tools", "operations", "input-schema")
+NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
+NAME_MAX = 64
+DESCRIPTION_MAX = 1024
+COMPATIBILITY_MAX = 500
+SKILL_MD = "SKILL.md"
+
+_UTF8_BOM = b"\xef\xbb\xbf"
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+_DELIMITER = re.compile(r"^---[ \t]*$")
+_CLOSER = re.compile(r"^(?:---|\.\.\.)[ \t]*$")
+
+
+class ParsedSkillMd(BaseModel):
+    """What one SKILL.md says; ``body`` is the Markdown after the frontmatter (leading blank lines cut)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str | None = None
+    description: str | None = None
+    license: str | None = None
+    allowed_tools: list[str] | None = None
+    compatibility: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    declarations: Declarations = Field(default_factory=Declarations)
+    body: str = ""
+    body_line: int = 1  # 1-based line of SKILL.md where ``body`` starts
+    problems: list[Problem] = Field(default_factory=list)
+
+
+def _body(lines: list[str], start: int) -> tuple[str, int]:
+    """The lines from index ``start`` on, leading blank lines dropped, and the 1-based line they start on."""
+    while start < len(lines) and not lines[start].strip():
+        start += 1
+    return "\n".join(lines[start:]), start + 1
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """SafeLoader that refuses aliases: a frontmatter never needs them and they allow exponential blow-ups."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, "YAML aliases (*name) are not allowed in a frontmatter", event.start_mark
+            )
+        return super().compose_node(parent, index)
+
+
+class _Collector:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.items: list[Problem] = []
+
+    def add(
+        self,
+        code: str,
+        message: str,
+        severity: Severity,
+        *,
+        line: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.items.append(
+            Problem(code=code, message=message, severity=severity, path=self.path, line=line, field=field)
+        )
+
+
+def decode_text(data: bytes, problems: _Collector) -> str | None:
+    """Bytes -> text with LF line endings; None for binary data. Encoding findings go to ``problems``."""
+    offset = 0
+    if data.startswith(_UTF8_BOM):
+        problems.add("encoding_bom", "UTF-8 byte-order mark at byte 0 (removed)", "warning", line=1)
+        data, offset = data[3:], 3
+    elif data.startswith(_UTF16_BOMS):
+        problems.add(
+            "encoding_utf16", "UTF-16 text (byte-order mark at byte 0); expected UTF-8", "warning", line=1
+        )
+        text = data.decode("utf-16", errors="replace")
+        return _normalize_newlines(text, problems)
+    if b"\0" in data:
+        at = data.index(b"\0") + offset
+        problems.add("skill_md_binary", f"binary data: NUL byte at byte offset {at}", "error")
+        return None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        at = e.start + offset
+        line = data.count(b"\n", 0, e.start) + 1
+        text = data.decode("utf-8", errors="replace")
+        bad = text.count("\ufffd") - data.decode("utf-8", errors="ignore").count("\ufffd")
+        problems.add(
+            "invalid_utf8",
+            f"not UTF-8: invalid byte 0x{data[e.start]:02x} at byte offset {at} (line {line}); "
+            f"{bad} invalid sequence(s) replaced by U+FFFD",
+            "warning",
+            line=line,
+        )
+    return _normalize_newlines(text, problems)
+
+
+def _normalize_newlines(text: str, problems: _Collector) -> str:
+    if "\r" not in text:
+        return text
+    first = text.index("\r")
+    problems.add(
+        "crlf_line_endings",
+        f"CRLF/CR line endings (first at line {text.count(chr(10), 0, first) + 1}); read as LF",
+        "warning",
+        line=text.count("\n", 0, first) + 1,
+    )
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def parse_skill_md(data: bytes, *, folder_name: str | None, path: str = SKILL_MD) -> ParsedSkillMd:
+    """Parse and check one SKILL.md. ``folder_name`` is the skill folder's name (None: do not compare)."""
+    problems = _Collector(path)
+    if not data.strip():
+        problems.add(
+            "skill_md_empty", "SKILL.md is empty" if not data else "SKILL.md holds only whitespace", "error"
+        )
+        return ParsedSkillMd(problems=problems.items)
+    text = decode_text(data, problems)
+    if text is None:
+        return ParsedSkillMd(problems=problems.items)
+    lines = text.split("\n")
+    if not _DELIMITER.match(lines[0]):
+        problems.add(
+            "frontmatter_missing",
+            "no frontmatter: line 1 must be '---', then YAML with 'name' and 'description', then '---'",
+            "error",
+            line=1,
+        )
+        body, body_line = _body(lines, 0)
+        return ParsedSkillMd(body=body, body_line=body_line, problems=problems.items)
+    close = next((i for i in range(1, len(lines)) if _CLOSER.match(lines[i])), None)
+    if close is None:
+        problems.add(
+            "frontmatter_unterminated",
+            "frontmatter opened on line 1 is never closed by a '---' line",
+            "error",
+            line=1,
+        )
+        body, body_line = _body(lines, 1)
+        return ParsedSkillMd(body=body, body_line=body_line, problems=problems.items)
+    body, body_line = _body(lines, close + 1)
+    fields = _read_yaml("\n".join(lines[1:close]) + "\n", problems)
+    if fields is None:
+        return ParsedSkillMd(body=body, body_line=body_line, problems=problems.items)
+    return _check_fields(fields, folder_name, body, problems).model_copy(update={"body_line": body_line})
+
+
+# (value, line of the key, block-scalar style) per key
+_Fields = dict[str, tuple[Any, int, str | None]]
+
+
+def _read_yaml(yaml_text: str, problems: _Collector) -> _Fields | None:
+    try:
+        loader = _NoAliasLoader(yaml_text)
+    except yaml.reader.ReaderError as e:  # a control character the YAML reader refuses outright
+        line = yaml_text.count("\n", 0, max(0, e.position)) + 2
+        problems.add(
+            "frontmatter_yaml_error",
+            f"YAML error at line {line}: character {e.character!r} is not allowed in YAML",
+            "error",
+            line=line,
+        )
+        return None
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return {}
+        if not isinstance(node, yaml.MappingNode):
+            kind = {"ScalarNode": "a single value", "SequenceNode": "a list"}.get(
+                type(node).__name__, "not a mapping"
+            )
+            problems.add(
+                "frontmatter_not_mapping",
+                f"the frontmatter is {kind}, not 'key: value' lines",
+                "error",
+                line=node.start_mark.line + 2,
+            )
+            return None
+        fields: _Fields = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 2
+            name = key if isinstance(key, str) else str(key)
+            if name in fields:
+                problems.add(
+                    "duplicate_key",
+                    f"key '{name}' appears again on line {line}",
+                    "warning",
+                    line=line,
+                    field=name,
+                )
+            style = value_node.style if isinstance(value_node, yaml.ScalarNode) else None
+            value = loader.construct_object(value_node, deep=True)
+            fields[name] = (value, line, style if style in ("|", ">") else None)
+        return fields
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        at_line = mark.line + 2 if mark is not None else None
+        where = f"line {at_line}, column {mark.column + 1}" if mark is not None else "frontmatter"
+        detail = " ".join(filter(None, [e.context, e.problem])) or str(e)
+        problems.add("frontmatter_yaml_error", f"YAML error at {where}: {detail}", "error", line=at_line)
+        return None
+    except (yaml.YAMLError, ValueError, TypeError, RecursionError) as e:
+        problems.add("frontmatter_yaml_error", f"YAML error: {e}", "error", line=2)
+        return None
+    finally:
+        loader.dispose()
+
+
+def _check_fields(fields: _Fields, folder_name: str | None, body: str, problems: _Collector) -> ParsedSkillMd:
+    for key, (_, line, _) in fields.items():
+        if key not in SPEC_KEYS and key not in DECLARATION_KEYS:
+            problems.add(
+                "unknown_key",
+                f"unknown frontmatter key '{key}' (the specification defines {', '.join(SPEC_KEYS)})",
+                "warning",
+                line=line,
+                field=key,
+            )
+    name = _required_text(fields, "name", problems)
+    if name is not None:
+        _check_name(name, fields["name"][1], folder_name, problems)
+    description = _required_text(fields, "description", problems)
+    if description is not None:
+        _check_description(description, fields["description"][1], problems)
+    license_ = _optional_text(fields, "license", problems)
+    allowed_tools = _allowed_tools(fields, problems)
+    compatibility = _compatibility(fields, problems)
+    metadata = _metadata(fields, problems)
+    return ParsedSkillMd(
+        name=name,
+        description=description,
+        license=license_,
+        allowed_tools=allowed_tools,
+        compatibility=compatibility,
+        metadata=metadata,
+        declarations=_declarations(fields, metadata, problems),
+        body=body,
+        problems=problems.items,
+    )
+
+
+def _required_text(fields: _Fields, key: str, problems: _Collector) -> str | None:
+    if key not in fields or fields[key][0] is None:
+        line = fields[key][1] if key in fields else None
+        problems.add(
+            f"{key}_missing", f"required field '{key}' is missing or empty", "error", line=line, field=key
+        )
+        return None
+    value, line, style = fields[key]
+    if not isinstance(value, str):
+        problems.add(
+            f"{key}_not_string",
+            f"'{key}' must be a string, found {_kind(value)} ({_short(value)}); quote it",
+            "error",
+            line=line,
+            field=key,
+        )
+        return None
+    if style:
+        problems.add(
+            "block_scalar",
+            f"'{key}' is a YAML block scalar ('{style}'); "
+            f"read as {'folded' if style == '>' else 'literal'} text",
+            "warning",
+            line=line,
+            field=key,
+        )
+        value = value.rstrip("\n")
+    return value
+
+
+def _check_name(name: str, line: int, folder_name: str | None, problems: _Collector) -> None:
+    if not (1 <= len(name) <= NAME_MAX) or not NAME_RE.match(name):
+        problems.add(
+            "name_invalid",
+            f"name {name!r} must be 1-{NAME_MAX} characters of a-z, 0-9 and single hyphens "
+            "(not first, not last, never two in a row)",
+            "error",
+            line=line,
+            field="name",
+        )
+    if folder_name is not None and unicodedata.normalize("NFC", name) != unicodedata.normalize(
+        "NFC", folder_name
+    ):
+        problems.add(
+            "name_folder_mismatch",
+            f"name {name!r} differs from the skill folder's name {folder_name!r}",
+            "error",
+            line=line,
+            field="name",
+        )
+
+
+def _check_description(description: str, line: int, problems: _Collector) -> None:
+    reasons = []
+    if not description.strip():
+        reasons.append("it is empty")
+    if len(description) > DESCRIPTION_MAX:
+        reasons.append(f"it has {len(description)} characters (at most {DESCRIPTION_MAX})")
+    if "<" in description or ">" in description:
+        reasons.append("it contains '<' or '>'")
+    if reasons:
+        problems.add(
+            "description_invalid",
+            f"description is invalid: {'; '.join(reasons)}",
+            "error",
+            line=line,
+            field="description",
+        )
+
+
+def _optional_text(fields: _Fields, key: str, problems: _Collector) -> str | None:
+    if key not in fields or fields[key][0] is None:
+        return None
+    value, line, style = fields[key]
+    if isinstance(value, str):
+        return value.rstrip("\n") if style else value
+    problems.add(
+        "field_invalid", f"'{key}' should be a string, found {_kind(value)}", "warning", line=line, field=key
+    )
+    return None
+
+
+def _compatibility(fields: _Fields, problems: _Collector) -> str | None:
+    value = _optional_text(fields, "compatibility", problems)
+    if value is not None and not (1 <= len(value) <= COMPATIBILITY_MAX):
+        problems.add(
+            "field_invalid",
+            f"'compatibility' must be 1-{COMPATIBILITY_MAX} characters (has {len(value)})",
+            "warning",
+            line=fields["compatibility"][1],
+            field="compatibility",
+        )
+    return value
+
+
+def _allowed_tools(fields: _Fields, problems: _Collector) -> list[str] | None:
+    if "allowed-tools" not in fields or fields["allowed-tools"][0] is None:
+        return None
+    value, line, _ = fields["allowed-tools"]
+    if isinstance(value, str):
+        return split_tools(value)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    problems.add(
+        "field_invalid",
+        f"'allowed-tools' should be a space-separated string of tool names, found {_kind(value)}",
+        "warning",
+        line=line,
+        field="allowed-tools",
+    )
+    return None
+
+
+def split_tools(text: str) -> list[str]:
+    """Tool names from a space- (spec) or comma-separated (common) list; ``Bash(git add:*)`` stays one."""
+    names, current, depth = [], "", 0
+    for ch in text:
+        depth += (ch == "(") - (ch == ")")
+        if depth <= 0 and (ch.isspace() or ch == ","):
+            depth = 0
+            if current:
+                names.append(current)
+            current = ""
+        else:
+            current += ch
+    if current:
+        names.append(current)
+    return names
+
+
+def _metadata(fields: _Fields, problems: _Collector) -> dict[str, Any]:
+    if "metadata" not in fields or fields["metadata"][0] is None:
+        return {}
+    value, line, _ = fields["metadata"]
+    if not isinstance(value, dict):
+        problems.add(
+            "field_invalid",
+            f"'metadata' should be a mapping, found {_kind(value)}",
+            "warning",
+            line=line,
+            field="metadata",
+        )
+        return {}
+    metadata = {str(k): _jsonable(v) for k, v in value.items()}
+    odd = [k for k, v in metadata.items() if not isinstance(v, str) and k not in DECLARATION_KEYS]
+    if odd:
+        problems.add(
+            "field_invalid",
+            f"'metadata' values should be strings; not strings: {', '.join(sorted(odd))}",
+            "warning",
+            line=line,
+            field="metadata",
+        )
+    return metadata
+
+
+def _declarations(fields: _Fields, metadata: dict[str, Any], problems: _Collector) -> Declarations:
+    def pick(key: str) -> tuple[Any, int | None, str]:
+        if key in fields and fields[key][0] is not None:
+            return _jsonable(fields[key][0]), fields[key][1], key
+        if metadata.get(key) is not None:
+            return metadata[key], fields["metadata"][1], f"metadata.{key}"
+        return None, None, key
+
+    def names(key: str) -> list[str]:
+        value, line, label = pick(key)
+        if value is None:
+            return []
+        if isinstance(value, str):
+            return [v for v in re.split(r"[\s,]+", value) if v]
+        if isinstance(value, list) and all(isinstance(v, str) and v.strip() for v in value):
+            return [v.strip() for v in value]
+        problems.add(
+            "declaration_invalid",
+            f"'{label}' should be a list of names, found {_kind(value)}",
+            "error",
+            line=line,
+            field=label,
+        )
+        return []
+
+    requires_tools = names("requires-tools")
+    operations = names("operations")
+    unknown_ops = [op for op in operations if op not in KNOWN_OPERATIONS]
+    if unknown_ops:
+        problems.add(
+            "declaration_invalid",
+            f"unknown operation(s) {', '.join(unknown_ops)} (known: {', '.join(sorted(KNOWN_OPERATIONS))})",
+            "warning",
+            line=pick("operations")[1],
+            field="operations",
+        )
+    schema, line, label = pick("input-schema")
+    if schema is not None:
+        if not isinstance(schema, dict):
+            problems.add(
+                "declaration_invalid",
+                f"'{label}' should be a JSON Schema object",
+                "error",
+                line=line,
+                field=label,
+            )
+            schema = None
+        else:
+            try:
+                jsonschema.validators.validator_for(schema).check_schema(schema)
+            except jsonschema.SchemaError as e:
+                problems.add(
+                    "declaration_invalid",
+                    f"'{label}' is not a valid JSON Schema: {e.message}",
+                    "error",
+                    line=line,
+                    field=label,
+                )
+                schema = None
+    return Declarations(requires_tools=requires_tools, operations=operations, input_schema=schema)
+
+
+def _jsonable(value: Any, depth: int = 0) -> Any:
+    """YAML values made JSON-safe (dates as ISO text, bytes as base64, sets as lists, keys as strings)."""
+    if depth > 20:
+        return None
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else str(value)
+    if isinstance(value, dt.date | dt.datetime):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode("ascii")
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        items = sorted(value, key=repr) if isinstance(value, set | frozenset) else value
+        return [_jsonable(v, depth + 1) for v in items]
+    return str(value)
+
+
+def _kind(value: Any) -> str:
+    return {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        list: "a list",
+        dict: "a mapping",
+        dt.date: "a date",
+        dt.datetime: "a date-time",
+        bytes: "binary data",
+    }.get(type(value), type(value).__name__)
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(_jsonable(value), ensure_ascii=False, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,356 @@
+"""An OpenAI-compatible HTTP server that plays a scenario file, one step per chat completion request.
+
+It runs on the standard library's ``ThreadingHTTPServer`` in a background thread, so the real ``openai``
+client and real HTTP are exercised end to end. A request that does not match its step, or that comes after the
+last step, gets an HTTP 400 in OpenAI's error shape (code ``scenario_mismatch``) whose message names the
+scenario file, the step and what was wrong; the failure is also kept in :attr:`ScenarioServer.failures`.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from urllib.parse import urlsplit
+
+from orchestrator.llm.scenario import (
+    Reply,
+    Scenario,
+    Step,
+    check_forbidden,
+    check_step,
+    estimate_completion_tokens,
+    estimate_prompt_tokens,
+    load_scenario,
+)
+from orchestrator.logs import get_logger
+from orchestrator.testing.scripted_model import ScriptMismatch
+
+PURPOSE_HEADER = "X-Orch-Purpose"
+CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
+MODELS_PATHS = ("/v1/models", "/models")
+_RETRYABLE_STATUSES = {408, 409, 429}
+
+log = get_logger("orchestrator.scenario_server")
+
+
+class _Answer:
+    __slots__ = ("status", "payload", "headers")
+
+    def __init__(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        self.status = status
+        self.payload = payload
+        self.headers = headers or {}
+
+
+def _error(status: int, message: str, *, type_: str, code: str | None, retry: bool | None = None) -> _Answer:
+    headers = {}
+    if retry is not None:
+        # The SDK obeys these headers: no retries of a mismatch, and quick retries of a scripted 429/5xx.
+        headers = {"x-should-retry": "true", "retry-after-ms": "1"} if retry else {"x-should-retry": "false"}
+    payload = {"error": {"message": message, "type": type_, "code": code, "param": None}}
+    return _Answer(status, payload, headers)
+
+
+class ScenarioServer:
+    """Plays ``scenario`` over HTTP, thread-safe; start with :func:`start_scenario_server` or as a context."""
+
+    def __init__(
+        self, scenario: Scenario, *, host: str = "127.0.0.1", port: int = 0, trace_path: Path | None = None
+    ) -> None:
+        self.scenario = scenario
+        self.trace_path = Path(trace_path) if trace_path else None
+        self.requests: list[dict[str, Any]] = []
+        """Every request body received on the chat completions route, in order (including rejected ones)."""
+        self.purposes: list[str | None] = []
+        self.failures: list[str] = []
+        """The message of every mismatch, exhausted-steps or malformed request, in order."""
+        self._next_step = 0
+        self._lock = threading.Lock()
+        server_class = _IPv6Server if ":" in host else _Server
+        self._httpd = server_class((host, port), _Handler)
+        self._httpd.scenario_server = self
+        self._thread: threading.Thread | None = None
+
+    # --- lifecycle --------------------------------------------------------------------------------
+
+    def start(self) -> ScenarioServer:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name=f"scenario-server:{self.port}",
+                daemon=True,
+            )
+            self._thread.start()
+            log.debug("scenario_server.started", base_url=self.base_url, scenario=self.scenario.source)
+        return self
+
+    def close(self) -> None:
+        """Stop serving and release the port (idempotent)."""
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._httpd.server_close()
+
+    def __enter__(self) -> ScenarioServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    @property
+    def host(self) -> str:
+        return str(self._httpd.server_address[0])
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """The URL to give an OpenAI client as ``base_url`` (ends with ``/v1``)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/v1"
+
+    @property
+    def model_name(self) -> str:
+        return self.scenario.model or "scripted"
+
+    # --- state ------------------------------------------------------------------------------------
+
+    @property
+    def steps_used(self) -> int:
+        with self._lock:
+            return self._next_step
+
+    @property
+    def steps_left(self) -> int:
+        return len(self.scenario.steps) - self.steps_used
+
+    def assert_all_used(self) -> None:
+        """Raise :class:`ScriptMismatch` if a request failed its step or a step was never requested."""
+        with self._lock:
+            problems = list(self.failures)
+            used = self._next_step
+        total = len(self.scenario.steps)
+        if used < total:
+            purposes = ", ".join(
+                f"{i + 1} ({s.purpose or 'any'})" for i, s in enumerate(self.scenario.steps[used:], used)
+            )
+            problems.append(f"{total - used} of {total} steps were never requested: steps {purposes}")
+        if problems:
+            raise ScriptMismatch(
+                f"scenario {self.scenario.source}: " + "; ".join(problems),
+                where="scenario",
+                next_step="compare the scenario's steps with what the runtime sent (see the trace file)",
+                failures=problems,
+            )
+
+    # --- request handling (called from handler threads) -------------------------------------------
+
+    def _answer_chat(self, body: Any, purpose: str | None, path: str) -> _Answer:
+        with self._lock:
+            request_no = len(self.requests) + 1
+            self.requests.append(body if isinstance(body, dict) else {"_raw": body})
+            self.purposes.append(purpose)
+            step_no, answer, problems = self._play(body, purpose, request_no)
+            self._trace(request_no, step_no, purpose, path, answer, problems, body)
+        return answer
+
+    def _play(self, body: Any, purpose: str | None, request_no: int) -> tuple[int | None, _Answer, list[str]]:
+        source = self.scenario.source
+        if not isinstance(body, dict):
+            return (
+                None,
+                self._reject(f"scenario {source}: request {request_no} body is not a JSON object"),
+                [],
+            )
+        if body.get("stream"):
+            message = (
+                f"scenario {source}: request {request_no} asked for streaming (stream=true), which the "
+                "scripted server does not support; call chat.completions.create without stream"
+            )
+            return None, self._reject(message), []
+        if self._next_step >= len(self.scenario.steps):
+            message = (
+                f"scenario {source}: request {request_no} (purpose {purpose}) came after all "
+                f"{len(self.scenario.steps)} steps were used; the runtime made more model calls than scripted"
+            )
+            return None, self._reject(message), []
+        step_no = self._next_step + 1
+        step = self.scenario.steps[self._next_step]
+        problems = check_forbidden(self.scenario, body) + check_step(step, body, purpose)
+        if problems:
+            message = f"scenario {source} step {step_no} (purpose {step.purpose or purpose}): " + "; ".join(
+                problems
+            )
+            return step_no, self._reject(message), problems
+        self._next_step += 1
+        return step_no, self._reply(step, step_no, body), []
+
+    def _reject(self, message: str) -> _Answer:
+        self.failures.append(message)
+        log.warning("scenario_server.mismatch", message=message)
+        return _error(400, message, type_="invalid_request_error", code="scenario_mismatch", retry=False)
+
+    def _reply(self, step: Step, step_no: int, body: dict[str, Any]) -> _Answer:
+        reply: Reply = step.reply
+        if reply.error is not None:
+            err = reply.error
+            retry = err.status in _RETRYABLE_STATUSES or err.status >= 500
+            return _error(err.status, err.message, type_=err.type, code=err.code, retry=retry)
+        arguments = [call.arguments_text() for call in reply.tool_calls]
+        calls = [
+            {
+                "id": f"call_{step_no}_{i}",
+                "type": "function",
+                "function": {"name": call.name, "arguments": args},
+            }
+            for i, (call, args) in enumerate(zip(reply.tool_calls, arguments, strict=True))
+        ]
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content, "refusal": None}
+        if calls:
+            message["tool_calls"] = calls
+        prompt = reply.usage.prompt_tokens
+        if prompt is None:
+            prompt = estimate_prompt_tokens(body.get("messages", []), body.get("tools"))
+        completion = reply.usage.completion_tokens
+        if completion is None:
+            completion = estimate_completion_tokens(reply.content, arguments)
+        payload = {
+            "id": f"chatcmpl-scripted-{step_no}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": self.scenario.model or str(body.get("model") or "scripted"),
+            "system_fingerprint": "scripted",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": reply.finish_reason or ("tool_calls" if calls else "stop"),
+                    "logprobs": None,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": completion,
+                "total_tokens": prompt + completion,
+            },
+        }
+        return _Answer(200, payload)
+
+    def _trace(
+        self,
+        request_no: int,
+        step_no: int | None,
+        purpose: str | None,
+        path: str,
+        answer: _Answer,
+        problems: list[str],
+        body: Any,
+    ) -> None:
+        if self.trace_path is None:
+            return
+        record = {
+            "request": request_no,
+            "step": step_no,
+            "purpose": purpose,
+            "path": path,
+            "status": answer.status,
+            "problems": problems,
+            "body": body,
+        }
+        self.trace_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.trace_path.open("a", encoding="utf-8") as handle:
+            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+    def _answer_models(self, path: str) -> _Answer:
+        entry = {"id": self.model_name, "object": "model", "created": 0, "owned_by": "orchestrator-scripted"}
+        for prefix in MODELS_PATHS:
+            if path.startswith(prefix + "/"):
+                wanted = path[len(prefix) + 1 :]
+                if wanted == self.model_name:
+                    return _Answer(200, entry)
+                message = f"model {wanted!r} is not served here; this scenario serves {self.model_name!r}"
+                return _error(404, message, type_="invalid_request_error", code="model_not_found")
+        return _Answer(200, {"object": "list", "data": [entry]})
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    scenario_server: ScenarioServer
+
+
+class _IPv6Server(_Server):
+    address_family = socket.AF_INET6
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+    server_version = "orchestrator-scripted/1"
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+        path = urlsplit(self.path).path.rstrip("/")
+        if path in MODELS_PATHS or any(path.startswith(p + "/") for p in MODELS_PATHS):
+            self._send(self.server.scenario_server._answer_models(path))
+        else:
+            self._not_found(path)
+
+    def do_POST(self) -> None:  # noqa: N802
+        path = urlsplit(self.path).path.rstrip("/")
+        if path not in CHAT_PATHS:
+            self._not_found(path)
+            return
+        length = int(self.headers.get("Content-Length") or 0)
+        raw = self.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError):
+            message = "request body is not valid JSON"
+            self._send(_error(400, message, type_="invalid_request_error", code="invalid_json", retry=False))
+            return
+        purpose = self.headers.get(PURPOSE_HEADER)
+        self._send(self.server.scenario_server._answer_chat(body, purpose, path))
+
+    def _not_found(self, path: str) -> None:
+        message = (
+            f"no route {path!r}: the scripted server serves POST /v1/chat/completions and GET /v1/models"
+        )
+        self._send(_error(404, message, type_="invalid_request_error", code="unknown_url"))
+
+    def _send(self, answer: _Answer) -> None:
+        data = json.dumps(answer.payload, ensure_ascii=False).encode("utf-8")
+        self.send_response(answer.status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        for name, value in answer.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - signature fixed by http.server
+        log.debug("scenario_server.http", line=format % args)
+
+
+def start_scenario_server(
+    scenario: Scenario | Path | str,
+    *,
+    trace_path: Path | str | None = None,
+    host: str = "127.0.0.1",
+    port: int = 0,
+) -> ScenarioServer:
+    """Serve ``scenario`` (parsed, or a file path) from a background thread; port 0 picks a free port."""
+    if not isinstance(scenario, Scenario):
+        scenario = load_scenario(scenario)
+    return ScenarioServer(
+        scenario, host=host, port=port, trace_path=Path(trace_path) if trace_path else None
+    ).start()

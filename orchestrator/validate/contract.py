@@ -1,0 +1,310 @@
+"""Stage 1, the contract: deterministic checks of an output folder against :class:`ContractRules` (no model).
+
+Checks: required files exist and hold their declared kind (by content, and the extension agrees); every
+JSON/YAML parses and required ones match their JSON Schema; Office files open (slide counts for a pptx);
+sizes and counts; allowed extensions of every produced file; every path inside the output root; sha256 of
+every file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from fnmatch import fnmatchcase
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
+from jsonschema.validators import validator_for
+from pydantic import BaseModel
+
+from orchestrator.errors import ValidationRulesError
+from orchestrator.validate.index import build_entry, resolve_or_none, scan_outputs
+from orchestrator.validate.office import check_office
+from orchestrator.validate.report import Category, FileEntry, ValidationMetrics, Violation
+from orchestrator.validate.rules import (
+    OFFICE_KINDS,
+    TEXT_KINDS,
+    ContractRules,
+    RequiredFile,
+    kind_of_extension,
+    yaml_problem,
+)
+
+MAX_SCHEMA_ERRORS = 10
+_MAGIC = {"png": b"\x89PNG\r\n\x1a\n", "jpeg": b"\xff\xd8\xff", "pdf": b"%PDF-"}
+
+
+class ContractOutcome(BaseModel):
+    missing: list[str] = []
+    violations: list[Violation] = []
+    files: list[FileEntry] = []
+    metrics: ValidationMetrics = ValidationMetrics()
+
+    @property
+    def passed(self) -> bool:
+        return not self.missing and not self.violations
+
+
+class _Content(BaseModel):
+    """What reading one file as one kind found: problems, and the parsed data (JSON/YAML) or slide count."""
+
+    problems: list[str] = []
+    data: Any = None
+    slides: int | None = None
+
+
+def check_contract(
+    out_dir: Path, rules: ContractRules, *, schema_base: Path | None = None
+) -> ContractOutcome:
+    """Run every contract rule over ``out_dir``. Raises :class:`ValidationRulesError` for unusable rules."""
+    return _Checker(out_dir, _resolved(rules, schema_base)).run()
+
+
+def _resolved(rules: ContractRules, schema_base: Path | None) -> ContractRules:
+    if rules.unresolved_schemas and schema_base is None:
+        raise ValidationRulesError(
+            f"schema paths {rules.unresolved_schemas} cannot be resolved: no schema folder given",
+            where="validate:rules",
+            next_step="load the rules with ContractRules.from_yaml/from_mapping(schema_base=...) "
+            "or pass schema_base to validate_outputs",
+        )
+    return rules.resolve_schemas(schema_base, source="expected outputs")
+
+
+class _Checker:
+    def __init__(self, out_dir: Path, rules: ContractRules) -> None:
+        self.out_dir = out_dir
+        self.base = resolve_or_none(out_dir) or out_dir
+        self.rules = rules
+        root = resolve_or_none(self.base / rules.sandbox.output_root) or self.base / rules.sandbox.output_root
+        self.boundary = root if rules.sandbox.deny_outside_output_root else self.base
+        self.outcome = ContractOutcome()
+        self._content: dict[tuple[str, str], _Content] = {}
+
+    def run(self) -> ContractOutcome:
+        if not self.out_dir.is_dir():
+            self._flag("missing", f"output folder {self.out_dir} does not exist")
+            self.outcome.missing = [r.path for r in self.rules.required]
+            return self.outcome
+        scan = scan_outputs(
+            self.out_dir,
+            self.rules.sandbox.output_root,
+            boundary=self.boundary,
+            hash_files=self.rules.hash.enabled,
+        )
+        self.outcome.violations.extend(scan.problems)
+        if not scan.root_exists and not scan.problems:
+            self._flag(
+                "missing", f"output root {self.rules.sandbox.output_root} does not exist in {self.out_dir}"
+            )
+        self.outcome.files = scan.entries
+        self.outcome.metrics = ValidationMetrics(
+            files=len(scan.entries), bytes=sum(e.size for e in scan.entries)
+        )
+        for req in self.rules.required:
+            for entry in self._required_entries(req):
+                self._check_required(entry, req)
+        for entry in scan.entries:
+            self._check_produced(entry)
+        self._check_totals()
+        return self.outcome
+
+    def _flag(self, category: Category, message: str) -> None:
+        violation = Violation(category=category, message=message)
+        if violation not in self.outcome.violations:
+            self.outcome.violations.append(violation)
+
+    def _missing(self, path: str) -> None:
+        if path not in self.outcome.missing:
+            self.outcome.missing.append(path)
+
+    # required files --------------------------------------------------------------------------------------
+
+    def _required_entries(self, req: RequiredFile) -> list[FileEntry]:
+        posix = PurePosixPath(req.path.replace("\\", "/"))
+        if posix.is_absolute() or ".." in posix.parts:
+            self._flag("boundary", f"required path {req.path} leaves the output folder (absolute or '..')")
+            return []
+        rel = posix.as_posix()
+        if req.is_pattern:
+            matches = [e for e in self.outcome.files if fnmatchcase(e.path, rel)]
+            if not matches:
+                self._missing(req.path)
+            return matches
+        for entry in self.outcome.files:
+            if entry.path == rel:
+                return [entry]
+        return self._required_outside_index(req, rel)
+
+    def _required_outside_index(self, req: RequiredFile, rel: str) -> list[FileEntry]:
+        """A required path the scan did not index: missing, refused, or (when allowed) outside the root."""
+        path = self.base / rel
+        resolved = resolve_or_none(path)
+        if resolved is None:
+            self._flag("boundary", f"required file {rel} is a symlink loop")
+            return []
+        if not resolved.is_relative_to(self.boundary):
+            how = "is a symlink pointing" if path.is_symlink() else "lies"
+            where = (
+                f"the output root {self.rules.sandbox.output_root}"
+                if self.rules.sandbox.deny_outside_output_root
+                else f"the output folder {self.out_dir}"
+            )
+            self._flag("boundary", f"required file {rel} {how} outside {where}")
+            return []
+        if not path.exists():
+            self._missing(req.path)
+            return []
+        if not path.is_file():
+            self._flag("kind", f"required file {rel} is not a regular file")
+            return []
+        return [build_entry(path, rel, path.stat().st_size, hash_files=self.rules.hash.enabled)]
+
+    def _check_required(self, entry: FileEntry, req: RequiredFile) -> None:
+        declared = req.kind
+        by_extension = kind_of_extension(entry.path)
+        text_alias = declared == "text" and by_extension in TEXT_KINDS
+        if declared not in ("any", "binary") and by_extension not in (None, declared) and not text_alias:
+            self._flag(
+                "kind", f"{entry.path}: declared kind {declared} but its extension is for {by_extension}"
+            )
+        kind = by_extension if declared == "any" else declared
+        content = self._read_as(entry, kind) if kind else _Content()
+        if req.min_bytes is not None and entry.size < req.min_bytes:
+            self._flag(
+                "size", f"{entry.path} is {entry.size} bytes, at least {req.min_bytes} required (min_bytes)"
+            )
+        if req.max_bytes is not None and entry.size > req.max_bytes:
+            self._flag(
+                "size", f"{entry.path} is {entry.size} bytes, at most {req.max_bytes} allowed (max_bytes)"
+            )
+        if req.schema_ is not None and not content.problems:
+            self._check_schema(entry, req, content, kind)
+        if content.slides is not None:
+            self._check_slides(entry, req, content.slides)
+
+    def _check_schema(self, entry: FileEntry, req: RequiredFile, content: _Content, kind: str | None) -> None:
+        if kind not in ("json", "yaml"):
+            self._flag(
+                "schema", f"{entry.path}: schema {req.schema_label} needs a json or yaml file, not {kind}"
+            )
+            return
+        assert isinstance(req.schema_, dict)
+        documents = content.data if kind == "yaml" else [content.data]
+        validator = validator_for(req.schema_)(req.schema_)
+        errors = []
+        try:
+            for number, document in enumerate(documents):
+                prefix = f"document {number + 1} " if len(documents) > 1 else ""
+                for error in validator.iter_errors(document):
+                    errors.append((prefix, error))
+        except Exception as e:  # an unresolvable $ref surfaces only while validating
+            raise ValidationRulesError(
+                f"schema {req.schema_label} for {entry.path} cannot be applied: {e}",
+                where="validate:rules",
+                next_step="make the schema self-contained (no external $ref)",
+            ) from e
+        errors.sort(key=lambda pair: (pair[0], pair[1].json_path))
+        for prefix, error in errors[:MAX_SCHEMA_ERRORS]:
+            self._flag(
+                "schema",
+                f"{entry.path}: {prefix}{error.json_path}: {error.message} (schema {req.schema_label})",
+            )
+        if len(errors) > MAX_SCHEMA_ERRORS:
+            self._flag("schema", f"{entry.path}: {len(errors) - MAX_SCHEMA_ERRORS} more schema errors")
+
+    def _check_slides(self, entry: FileEntry, req: RequiredFile, slides: int) -> None:
+        found = f"{entry.path} has {slides} slide{'s' if slides != 1 else ''}"
+        if req.slides is not None and slides != req.slides:
+            self._flag("office", f"{found}, {req.slides} required")
+        if req.min_slides is not None and slides < req.min_slides:
+            self._flag("office", f"{found}, at least {req.min_slides} required (min_slides)")
+        if req.max_slides is not None and slides > req.max_slides:
+            self._flag("office", f"{found}, at most {req.max_slides} allowed (max_slides)")
+
+    # every produced file ---------------------------------------------------------------------------------
+
+    def _check_produced(self, entry: FileEntry) -> None:
+        limits = self.rules.limits
+        if limits.max_file_bytes is not None and entry.size > limits.max_file_bytes:
+            self._flag(
+                "size", f"{entry.path} is {entry.size} bytes, max_file_bytes is {limits.max_file_bytes}"
+            )
+        allowed = self.rules.allowed_extensions
+        if allowed is not None and not any(entry.name.lower().endswith(ext) for ext in allowed):
+            suffix = PurePosixPath(entry.name).suffix
+            found = f"extension {suffix}" if suffix else "no extension"
+            self._flag("extension", f"{entry.path}: {found} is not allowed (allowed: {', '.join(allowed)})")
+        kind = kind_of_extension(entry.path)
+        if kind is not None:
+            self._read_as(entry, kind)
+
+    def _check_totals(self) -> None:
+        limits, metrics = self.rules.limits, self.outcome.metrics
+        if limits.max_files is not None and metrics.files > limits.max_files:
+            self._flag("count", f"{metrics.files} files produced, max_files is {limits.max_files}")
+        if limits.max_total_bytes is not None and metrics.bytes > limits.max_total_bytes:
+            self._flag(
+                "size",
+                f"{metrics.bytes} bytes produced in total, max_total_bytes is {limits.max_total_bytes}",
+            )
+
+    # content ---------------------------------------------------------------------------------------------
+
+    def _read_as(self, entry: FileEntry, kind: str) -> _Content:
+        """Read ``entry`` as ``kind`` once; its problems are flagged the first time."""
+        key = (entry.path, kind)
+        if key not in self._content:
+            content = _inspect(self.base / entry.path, entry.path, kind)
+            category: Category = "office" if kind in OFFICE_KINDS else "kind"
+            for problem in content.problems:
+                self._flag(category, problem)
+            self._content[key] = content
+        return self._content[key]
+
+
+def _inspect(path: Path, shown: str, kind: str) -> _Content:
+    if kind in OFFICE_KINDS:
+        office = check_office(path, kind, shown)
+        return _Content(problems=office.problems, slides=office.slides)
+    if kind in _MAGIC:
+        with path.open("rb") as fh:
+            head = fh.read(16)
+        if head.startswith(_MAGIC[kind]):
+            return _Content()
+        return _Content(problems=[f"{shown} is not a {kind} file (its first bytes do not match)"])
+    if kind not in TEXT_KINDS:
+        return _Content()
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        return _Content(problems=[f"{shown} is not UTF-8 {kind} text (byte {e.start} cannot be decoded)"])
+    if "\x00" in text:
+        return _Content(problems=[f"{shown} is not {kind} text (it contains NUL bytes)"])
+    return _parse_text(text, shown, kind)
+
+
+def _parse_text(text: str, shown: str, kind: str) -> _Content:
+    if kind == "json":
+        try:
+            return _Content(data=json.loads(text))
+        except json.JSONDecodeError as e:
+            return _Content(
+                problems=[f"{shown} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"]
+            )
+    if kind == "yaml":
+        try:
+            # An empty file is one empty document, so a schema still applies to it.
+            return _Content(data=list(yaml.safe_load_all(text)) or [None])
+        except yaml.YAMLError as e:
+            return _Content(problems=[f"{shown} is not valid YAML: {yaml_problem(e)}"])
+    if kind == "csv":
+        try:
+            for _row in csv.reader(io.StringIO(text, newline=""), strict=True):
+                pass
+        except csv.Error as e:
+            return _Content(problems=[f"{shown} is not valid CSV: {e}"])
+    return _Content()

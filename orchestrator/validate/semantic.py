@@ -1,0 +1,160 @@
+"""Stage 2, the semantic check: the model judges the artifacts index against the expected outputs.
+
+The model sees metadata and ≤400-character previews only (never whole bodies) and answers one JSON verdict,
+parsed with pydantic. A malformed answer is sent back once with what was wrong; a second malformed answer is a
+failed verdict, not an exception. Model errors (unreachable, refused) raise :class:`ModelError` to the caller.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Sequence
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from orchestrator.llm.interface import ChatModel, Message
+from orchestrator.validate.report import FileEntry
+from orchestrator.validate.rules import TEXT_KINDS, ExpectedOutputs
+
+MAX_INDEX_ENTRIES = 100
+MAX_REPAIRS = 1
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+
+
+class SemanticVerdict(BaseModel):
+    """The model's answer. Extra keys (e.g. a ``stage`` it echoes back) are ignored."""
+
+    model_config = ConfigDict(
+        extra="ignore", validate_by_name=True, validate_by_alias=True, serialize_by_alias=True
+    )
+
+    pass_: bool = Field(alias="pass", strict=True)
+    missing: list[str] = []
+    violations: list[str] = []
+    rationale: str = Field(min_length=1)
+
+
+class SemanticOutcome(BaseModel):
+    verdict: SemanticVerdict | None
+    """``None`` when the model's answers stayed malformed; ``problem`` then says why."""
+    problem: str = ""
+    attempts: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    latency_ms: int = 0
+
+
+@cache
+def system_prompt() -> str:
+    return (
+        resources.files("orchestrator.prompts").joinpath("semantic_validator.md").read_text("utf-8").strip()
+    )
+
+
+def index_lines(files: Sequence[FileEntry], limit: int = MAX_INDEX_ENTRIES) -> str:
+    """The artifacts index, one JSON object per line: previews for text, sha256 for binaries, never bodies."""
+    lines = []
+    for entry in files[:limit]:
+        item: dict[str, Any] = {
+            "name": entry.name,
+            "path": entry.path,
+            "size": entry.size,
+            "kind": entry.kind,
+        }
+        if entry.kind in TEXT_KINDS and entry.preview is not None:
+            item["preview"] = entry.preview
+            item["preview_is_whole_file"] = len(entry.preview.encode("utf-8")) >= entry.size
+        else:
+            item["sha256"] = entry.sha256
+        lines.append(json.dumps(item, ensure_ascii=False))
+    if len(files) > limit:
+        lines.append(json.dumps({"omitted_entries": len(files) - limit}))
+    return "\n".join(lines) if lines else "(no files were produced)"
+
+
+def user_message(expected: ExpectedOutputs, files: Sequence[FileEntry]) -> str:
+    required = [
+        {
+            k: v
+            for k, v in r.model_dump(exclude={"schema_"}, exclude_none=True).items()
+            if k != "kind" or v != "any"
+        }
+        for r in expected.rules.required
+    ]
+    description = expected.description.strip() or "(no description given: judge against the required files)"
+    parts = [
+        "Expected outputs (contract + semantic expectations):",
+        description,
+    ]
+    if required:
+        parts += ["", "Required files (already checked to exist):", json.dumps(required, ensure_ascii=False)]
+    parts += ["", "Produced artifacts index (name/path/size/kind/preview):", index_lines(files)]
+    return "\n".join(parts)
+
+
+def parse_verdict(content: str | None) -> SemanticVerdict:
+    """The verdict in a model answer (a ```json fence is tolerated); ``ValueError`` says what is wrong."""
+    if not content or not content.strip():
+        raise ValueError("the answer was empty")
+    fenced = _FENCE.match(content)
+    text = fenced.group(1) if fenced else content.strip()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ValueError(f"the answer is not JSON ({e.msg} at line {e.lineno} column {e.colno})") from e
+    if not isinstance(data, dict):
+        raise ValueError(f"the answer is JSON {type(data).__name__}, not an object")
+    try:
+        verdict = SemanticVerdict.model_validate(data)
+    except ValidationError as e:
+        fields = "; ".join(
+            f"{'.'.join(map(str, err['loc'])) or 'answer'}: {err['msg']}" for err in e.errors()
+        )
+        raise ValueError(f"the verdict does not fit the schema ({fields})") from e
+    if verdict.pass_ and verdict.missing:
+        raise ValueError('"pass" is true but "missing" is not empty')
+    return verdict
+
+
+def semantic_check(
+    model: ChatModel, expected: ExpectedOutputs, files: Sequence[FileEntry]
+) -> SemanticOutcome:
+    """Ask ``model`` for a verdict; one repair round for a malformed answer."""
+    messages = [
+        Message(role="system", content=system_prompt()),
+        Message(role="user", content=user_message(expected, files)),
+    ]
+    outcome = SemanticOutcome(verdict=None)
+    started = time.perf_counter()
+    try:
+        for attempt in range(1 + MAX_REPAIRS):
+            response = model.complete(messages, purpose="semantic", json_response=True)
+            outcome.attempts = attempt + 1
+            outcome.tokens_in += response.usage.prompt_tokens
+            outcome.tokens_out += response.usage.completion_tokens
+            try:
+                outcome.verdict = parse_verdict(response.content)
+                outcome.problem = ""
+                return outcome
+            except ValueError as e:
+                outcome.problem = str(e)[:500]
+            messages += [
+                Message(role="assistant", content=response.content or ""),
+                Message(role="user", content=_repair_request(outcome.problem)),
+            ]
+        return outcome
+    finally:
+        outcome.latency_ms = int((time.perf_counter() - started) * 1000)
+
+
+def _repair_request(problem: str) -> str:
+    return (
+        f"Your answer was not a valid verdict: {problem}. Answer again with exactly one JSON object and "
+        'nothing else: {"pass": true|false, "missing": [strings], "violations": [strings], '
+        '"rationale": "non-empty text"}.'
+    )

@@ -1,0 +1,41 @@
+"""Validation counts over the runs of a job: pass rate and violations by category."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel
+
+from orchestrator.validate.report import ValidationReport
+
+
+class ValidationStats(BaseModel):
+    runs: int = 0
+    passed: int = 0
+    failed_by_stage: dict[str, int] = {}
+    """Failed reports counted by the stage that failed them (``contract`` or ``semantic``)."""
+    violations_by_category: dict[str, int] = {}
+    semantic_runs: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+
+    @property
+    def pass_rate(self) -> float:
+        return self.passed / self.runs if self.runs else 0.0
+
+    def add(self, report: ValidationReport) -> None:
+        """Count one report."""
+        self.runs += 1
+        if report.pass_:
+            self.passed += 1
+        else:
+            self.failed_by_stage[report.stage] = self.failed_by_stage.get(report.stage, 0) + 1
+        if report.stage == "semantic":
+            self.semantic_runs += 1
+        for category, count in report.violation_categories.items():
+            self.violations_by_category[category] = self.violations_by_category.get(category, 0) + count
+        self.tokens_in += report.tokens_in
+        self.tokens_out += report.tokens_out
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.model_dump(mode="json"), "pass_rate": round(self.pass_rate, 4)}

@@ -1,0 +1,178 @@
+"""The unified validator: one entry point, two stages, one report.
+
+Stage 1 (contract) never calls a model. Only when it passes, a model is given and ``qa_mode`` is not ``off``,
+stage 2 (semantic) asks the model for a verdict. When to validate (``final``: once at the end, ``step``: after
+each artifact) is the caller's decision; the mode is accepted here for the logs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Literal
+
+from orchestrator.llm.interface import ChatModel
+from orchestrator.logs import get_logger
+from orchestrator.validate.contract import ContractOutcome, check_contract
+from orchestrator.validate.index import artifacts_index
+from orchestrator.validate.report import FileEntry, ValidationMetrics, ValidationReport, Violation
+from orchestrator.validate.rules import ExpectedOutputs
+from orchestrator.validate.semantic import SemanticOutcome, semantic_check
+
+__all__ = [
+    "FileEntry",
+    "ValidationMetrics",
+    "ValidationReport",
+    "artifacts_index",
+    "validate_outputs",
+]
+
+QAMode = Literal["final", "step", "off"]
+_LOGGED_FAILURES = 20
+
+log = get_logger("orchestrator.validate")
+
+
+def validate_outputs(
+    out_dir: Path,
+    expected: ExpectedOutputs,
+    *,
+    model: ChatModel | None = None,
+    qa_mode: QAMode = "final",
+    schema_base: Path | None = None,
+) -> ValidationReport:
+    """Validate ``out_dir`` against ``expected``: the contract, then (if it passed) the semantic check.
+
+    ``schema_base`` resolves schema paths that the rules still hold unresolved. Raises
+    :class:`~orchestrator.errors.ValidationRulesError` for unusable rules and
+    :class:`~orchestrator.errors.ModelError` when the model cannot be reached; a failed check is a report.
+    """
+    started = time.perf_counter()
+    contract = check_contract(out_dir, expected.rules, schema_base=schema_base)
+    contract_ms = _ms_since(started)
+    _log_contract(out_dir, contract, contract_ms, qa_mode)
+    if not contract.passed:
+        return _contract_report(contract, contract_ms, passed=False, rationale=_contract_failed(contract))
+    if model is None or qa_mode == "off":
+        why = "qa mode is off" if qa_mode == "off" else "no model was given"
+        rationale = f"contract passed ({_size_text(contract)}); semantic check not run: {why}"
+        return _contract_report(contract, contract_ms, passed=True, rationale=rationale, skipped=True)
+    semantic = semantic_check(model, expected, contract.files)
+    report = _semantic_report(contract, semantic, _ms_since(started))
+    _log_semantic(out_dir, model, semantic, report, qa_mode)
+    return report
+
+
+def _contract_report(
+    contract: ContractOutcome, duration_ms: int, *, passed: bool, rationale: str, skipped: bool = False
+) -> ValidationReport:
+    return ValidationReport.model_validate(
+        {
+            "pass": passed,
+            "stage": "contract",
+            "missing": list(contract.missing),
+            "violations": [v.message for v in contract.violations],
+            "rationale": rationale,
+            "metrics": contract.metrics,
+            "files": contract.files,
+            "violation_categories": _categories(contract.violations, len(contract.missing)),
+            "duration_ms": duration_ms,
+            "skipped_semantic": skipped,
+        }
+    )
+
+
+def _semantic_report(
+    contract: ContractOutcome, semantic: SemanticOutcome, duration_ms: int
+) -> ValidationReport:
+    verdict = semantic.verdict
+    if verdict is None:
+        violations = [
+            Violation(category="semantic", message=f"semantic verdict malformed: {semantic.problem}")
+        ]
+        missing: list[str] = []
+        passed = False
+        rationale = f"the model's verdict stayed malformed after {semantic.attempts} attempts"
+    else:
+        violations = [Violation(category="semantic", message=text) for text in verdict.violations]
+        missing = list(verdict.missing)
+        passed = verdict.pass_
+        rationale = verdict.rationale
+    return ValidationReport.model_validate(
+        {
+            "pass": passed,
+            "stage": "semantic",
+            "missing": missing,
+            "violations": [v.message for v in violations],
+            "rationale": rationale,
+            "metrics": contract.metrics,
+            "files": contract.files,
+            "violation_categories": _categories(violations, len(missing)),
+            "tokens_in": semantic.tokens_in,
+            "tokens_out": semantic.tokens_out,
+            "duration_ms": duration_ms,
+        }
+    )
+
+
+def _categories(violations: list[Violation], missing: int) -> dict[str, int]:
+    counts = Counter(v.category for v in violations)
+    if missing:
+        counts["missing"] += missing
+    return dict(sorted(counts.items()))
+
+
+def _contract_failed(contract: ContractOutcome) -> str:
+    parts = []
+    if contract.missing:
+        parts.append(f"{len(contract.missing)} required file(s) missing")
+    if contract.violations:
+        parts.append(f"{len(contract.violations)} violation(s)")
+    return f"contract failed: {', '.join(parts)} ({_size_text(contract)}); semantic check not run"
+
+
+def _size_text(contract: ContractOutcome) -> str:
+    return f"{contract.metrics.files} files, {contract.metrics.bytes} bytes"
+
+
+def _ms_since(started: float) -> int:
+    return int((time.perf_counter() - started) * 1000)
+
+
+def _log_contract(out_dir: Path, contract: ContractOutcome, duration_ms: int, qa_mode: str) -> None:
+    failures = [f"missing: {path}" for path in contract.missing] + [v.message for v in contract.violations]
+    log.info(
+        "validate.contract",
+        out_dir=str(out_dir),
+        qa_mode=qa_mode,
+        result="pass" if contract.passed else "fail",
+        failures=failures[:_LOGGED_FAILURES],
+        failure_count=len(failures),
+        categories=_categories(contract.violations, len(contract.missing)),
+        boundary_violation=any(v.category == "boundary" for v in contract.violations),
+        files=contract.metrics.files,
+        bytes=contract.metrics.bytes,
+        duration_ms=duration_ms,
+    )
+
+
+def _log_semantic(
+    out_dir: Path, model: ChatModel, semantic: SemanticOutcome, report: ValidationReport, qa_mode: str
+) -> None:
+    log.info(
+        "validate.semantic",
+        out_dir=str(out_dir),
+        qa_mode=qa_mode,
+        model=getattr(model, "name", ""),
+        result="pass" if report.pass_ else "fail",
+        malformed=semantic.verdict is None,
+        attempts=semantic.attempts,
+        failures=(report.missing + report.violations)[:_LOGGED_FAILURES],
+        rationale=report.rationale[:300],
+        files=report.metrics.files,
+        bytes=report.metrics.bytes,
+        tokens_in=semantic.tokens_in,
+        tokens_out=semantic.tokens_out,
+        latency_ms=semantic.latency_ms,
+    )

@@ -1,0 +1,73 @@
+"""The goal-level request, state and result. The state is plain data so a Celery task can load and save it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from orchestrator.act.models import ActResult, Artifact, Unmet
+from orchestrator.validate.validator import ValidationReport
+from orchestrator.workflow.plan import Plan
+
+
+class GoalRequest(BaseModel):
+    """One goal, as given on the command line or as one line of a JSONL batch."""
+
+    goal: str = Field(min_length=1)
+    inputs: list[Path] = []
+    constraints: list[str] = []
+    job_id: str = ""
+
+
+class GoalMetrics(BaseModel):
+    tokens_in: int = 0
+    tokens_out: int = 0
+    tool_calls: int = 0
+    model_calls: int = 0
+    duration_ms: int = 0
+    containers: int = 0
+    memo_hits: int = 0
+    disclosure: dict[str, int] = Field(default_factory=lambda: {"l1": 0, "l2": 0, "l3": 0, "dedup_hits": 0})
+
+
+class GoalError(BaseModel):
+    where: str
+    message: str
+    next_step: str = ""
+
+
+class GoalResult(BaseModel):
+    """The overall result of a goal (what ``run --json`` prints)."""
+
+    job_id: str
+    goal: str
+    status: Literal["done", "unmet", "failed"]
+    artifacts: list[Artifact] = []
+    validation: ValidationReport | None = None
+    metrics: GoalMetrics = GoalMetrics()
+    plan: Plan | None = None
+    skills: list[ActResult] = []
+    unmet: list[Unmet] = []
+    error: GoalError | None = None
+    stdout: list[Any] = []
+    out_dir: str = ""
+    bundle: str | None = None
+    evidence_path: str | None = None
+
+
+class GoalState(BaseModel):
+    """Everything between the steps of a goal; saved and loaded by the worker tasks."""
+
+    request: GoalRequest
+    job_id: str
+    out_dir: Path
+    work_dir: Path
+    plan: Plan | None = None
+    plan_metrics: GoalMetrics = GoalMetrics()
+    results: list[ActResult] = []
+    blackboard: dict[str, Any] = {}
+    retried: list[int] = []
+    published: list[str] = []
+    """Output files written by this goal (the catalog lists only these, not older files in the folder)."""

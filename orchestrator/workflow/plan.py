@@ -1,0 +1,129 @@
+"""Plan: choose skills from the L1 catalog for a goal, order them, state expected outputs and evaluation points."""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, ValidationError
+
+from orchestrator.errors import ModelError, WorkflowError
+from orchestrator.llm.interface import ChatModel, Message, ModelResponse
+from orchestrator.prompts import load_prompt
+from orchestrator.skills.models import SkillSummary
+from orchestrator.validate.rules import ContractRules, ExpectedOutputs, RequiredFile
+
+
+class PlannedOutput(BaseModel):
+    path: str
+    kind: str = "any"
+    slides: int | None = Field(None, ge=1)
+
+
+class PlanStep(BaseModel):
+    skill: str
+    why: str = ""
+    expected: str = ""
+    outputs: list[PlannedOutput] = []
+
+    def expected_outputs(self) -> ExpectedOutputs:
+        required = [RequiredFile.model_validate({"path": o.path.strip().removeprefix("./").removeprefix("build/"),
+                                                 "kind": _kind(o.kind), "slides": o.slides})
+                    for o in self.outputs]
+        return ExpectedOutputs(description=self.expected, rules=ContractRules(required=required))
+
+
+class Plan(BaseModel):
+    steps: list[PlanStep] = Field(min_length=1)
+    evaluation: list[str] = []
+
+
+class PlanOutcome(BaseModel):
+    plan: Plan
+    tokens_in: int = 0
+    tokens_out: int = 0
+    model_calls: int = 0
+    duration_ms: int = 0
+    attempts: list[str] = []
+
+
+_KINDS = {"json", "yaml", "text", "markdown", "csv", "pptx", "docx", "xlsx", "pdf", "png", "jpeg", "html", "binary",
+          "any"}
+
+
+def _kind(kind: str) -> Literal["any"] | str:
+    kind = kind.lower().strip(".")
+    aliases = {"md": "markdown", "txt": "text", "yml": "yaml", "jpg": "jpeg"}
+    kind = aliases.get(kind, kind)
+    return kind if kind in _KINDS else "any"
+
+
+def catalog_text(skills: list[SkillSummary]) -> str:
+    return "\n".join(f"- {s.id}: {s.name} — {s.description}" for s in skills)
+
+
+def make_plan(goal: str, skills: list[SkillSummary], model: ChatModel, *, inputs: list[str] = (),  # type: ignore[assignment]
+              constraints: list[str] = ()) -> PlanOutcome:  # type: ignore[assignment]
+    """Ask the model for a plan; a malformed or unknown-skill answer is retried once with the reason."""
+    if not skills:
+        raise WorkflowError("no usable skills were found", where="plan",
+                            next_step="check --skills DIR (python -m orchestrator skills list --root DIR)")
+    known = {s.id for s in skills}
+    lines = [f"Goal: {goal}"]
+    if inputs:
+        lines.append("Input files: " + ", ".join(inputs))
+    if constraints:
+        lines.append("Constraints: " + "; ".join(constraints))
+    lines.append("Skills catalog (L1):\n" + catalog_text(skills))
+    messages = [Message(role="system", content=load_prompt("plan_system")),
+                Message(role="user", content="\n".join(lines))]
+    outcome = PlanOutcome(plan=Plan(steps=[PlanStep(skill="-")]))
+    started = time.monotonic()
+    for attempt in range(2):
+        response = _call(model, messages)
+        outcome.tokens_in += response.usage.prompt_tokens
+        outcome.tokens_out += response.usage.completion_tokens
+        outcome.model_calls += 1
+        problem, plan = _parse(response.content or "", known)
+        if plan is not None:
+            outcome.plan = plan
+            outcome.duration_ms = int((time.monotonic() - started) * 1000)
+            return outcome
+        outcome.attempts.append(problem)
+        if attempt == 0:
+            messages += [response.as_message(), Message(role="user", content=f"That plan cannot be used: {problem}. "
+                                                                               "Answer again with the JSON object only.")]
+    raise WorkflowError(f"the model gave no usable plan: {outcome.attempts[-1]}", where="plan",
+                        next_step="check that the skills' descriptions match the goal, or use a stronger model",
+                        attempts=outcome.attempts)
+
+
+def _call(model: ChatModel, messages: list[Message]) -> ModelResponse:
+    try:
+        return model.complete(messages, purpose="plan", json_response=True)
+    except ModelError as e:
+        e.where = e.where or "plan"
+        raise
+
+
+def _parse(text: str, known: set[str]) -> tuple[str, Plan | None]:
+    try:
+        data: Any = json.loads(_strip_fence(text))
+        plan = Plan.model_validate(data)
+    except json.JSONDecodeError as e:
+        return f"not JSON ({e})", None
+    except ValidationError as e:
+        return f"not the plan shape ({e.errors()[0]['loc']}: {e.errors()[0]['msg']})", None
+    unknown = [s.skill for s in plan.steps if s.skill not in known]
+    if unknown:
+        return f"unknown skill ids {unknown}; choose from {sorted(known)}", None
+    return "", plan
+
+
+def _strip_fence(text: str) -> str:
+    text = text.strip()
+    if text.startswith("```"):
+        text = text.split("\n", 1)[1] if "\n" in text else ""
+        text = text.rsplit("```", 1)[0]
+    return text

@@ -1,0 +1,259 @@
+"""The outer loop: Plan → Act (each chosen skill, outputs chained) → Reflect (retry once, validate, judge).
+
+Each phase is a function over a plain ``GoalState`` so the worker tasks can run them one by one and save the state
+in between; ``run_goal`` runs them all in this process (the embedded default).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mimetypes
+import re
+import shutil
+import time
+import uuid
+import zipfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchestrator.act.blackboard import Blackboard
+from orchestrator.act.engine import execute_skill
+from orchestrator.act.memo import MemoStore
+from orchestrator.act.models import ActRequest, ActResult, Artifact, Unmet
+from orchestrator.act.evidence import artifact_type
+from orchestrator.config import Settings
+from orchestrator.errors import OrchestratorError, WorkflowError
+from orchestrator.llm.interface import ChatModel
+from orchestrator.logs import get_logger
+from orchestrator.skills.loader import SkillLibrary
+from orchestrator.validate.rules import ContractRules, ExpectedOutputs
+from orchestrator.validate.validator import ValidationReport, validate_outputs
+from orchestrator.workflow.models import GoalError, GoalMetrics, GoalRequest, GoalResult, GoalState
+from orchestrator.workflow.plan import make_plan
+
+EventSink = Callable[[str, dict[str, Any]], None]
+_log = get_logger("orchestrator.workflow")
+
+
+@dataclass
+class Runtime:
+    """What a goal needs to run. ``sandbox`` is a ``SandboxRunner`` (None: skills cannot run scripts)."""
+
+    settings: Settings
+    model: ChatModel
+    library: SkillLibrary
+    sandbox: Any | None = None
+    store: MemoStore | None = None
+    available_tools: Callable[[], dict[str, str]] | None = None
+    """Tools of the sandbox image (asked only when a skill declares tools it requires)."""
+    on_event: EventSink = field(default=lambda name, data: None)
+
+    def emit(self, name: str, **data: Any) -> None:
+        _log.info(name, **data)
+        self.on_event(name, data)
+
+
+def new_job_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:8]
+
+
+def start_goal(request: GoalRequest, out_dir: Path, settings: Settings) -> GoalState:
+    """Create the job's folders and stage the input files (read-only for skills)."""
+    job_id = request.job_id or new_job_id()
+    work_dir = settings.cache_dir / "jobs" / job_id
+    inputs_dir = work_dir / "inputs"
+    inputs_dir.mkdir(parents=True, exist_ok=True)
+    for path in request.inputs:
+        if not path.is_file():
+            raise WorkflowError(f"input file not found: {path}", where="inputs",
+                                next_step="pass existing files with --input PATH")
+        shutil.copyfile(path, inputs_dir / path.name)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    return GoalState(request=request, job_id=job_id, out_dir=out_dir.resolve(), work_dir=work_dir)
+
+
+def plan_goal(state: GoalState, rt: Runtime) -> GoalState:
+    rt.emit("plan.started", job=state.job_id, goal=state.request.goal)
+    inputs = sorted(p.name for p in (state.work_dir / "inputs").iterdir())
+    outcome = make_plan(state.request.goal, rt.library.l1_index(), rt.model, inputs=inputs,
+                        constraints=state.request.constraints)
+    state.plan = outcome.plan
+    state.plan_metrics = GoalMetrics(tokens_in=outcome.tokens_in, tokens_out=outcome.tokens_out,
+                                     model_calls=outcome.model_calls, duration_ms=outcome.duration_ms)
+    state.plan_metrics.disclosure["l1"] = len(rt.library.l1_index())
+    rt.emit("plan.done", job=state.job_id, steps=[s.skill for s in outcome.plan.steps],
+            tokens=outcome.tokens_in + outcome.tokens_out)
+    return state
+
+
+def act_step(state: GoalState, index: int, rt: Runtime, *, feedback: list[str] = ()) -> GoalState:  # type: ignore[assignment]
+    """Run step ``index`` of the plan; its outputs go to the output folder and become inputs of later steps."""
+    assert state.plan is not None
+    step = state.plan.steps[index]
+    step_dir = state.work_dir / "steps" / f"{index:02d}-{_slug(step.skill)}"
+    if step_dir.exists():
+        shutil.rmtree(step_dir)
+    board = Blackboard.from_snapshot(state.blackboard)
+    constraints = [*state.request.constraints, *feedback]
+    request = ActRequest(
+        goal=state.request.goal, skill_id=step.skill, expected=step.expected_outputs(), constraints=constraints,
+        inputs_dir=state.work_dir / "inputs", budgets=rt.settings.limits, qa_mode=rt.settings.qa.mode,
+        job_id=f"{state.job_id}-{index}",
+    )
+    rt.emit("act.started", job=state.job_id, step=index, skill=step.skill)
+    result = execute_skill(request, model=rt.model, library=rt.library, settings=rt.settings, out_dir=step_dir,
+                           sandbox=rt.sandbox, blackboard=board, store=rt.store, available_tools=rt.available_tools)
+    for rel in _publish(step_dir, state.out_dir, state.work_dir / "inputs"):
+        if rel not in state.published:
+            state.published.append(rel)
+    state.blackboard = board.snapshot()
+    if index < len(state.results):
+        state.results[index] = result
+    else:
+        state.results.append(result)
+    rt.emit("act.done", job=state.job_id, step=index, skill=step.skill, status=result.status,
+            exit_reason=result.exit_reason, tool_calls=result.metrics.tool_calls)
+    return state
+
+
+def _publish(step_dir: Path, out_dir: Path, inputs_dir: Path) -> list[str]:
+    published: list[str] = []
+    if not step_dir.is_dir():
+        return published
+    for path in sorted(step_dir.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            rel = path.relative_to(step_dir)
+            for root in (out_dir, inputs_dir):
+                target = root / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target)
+            published.append(rel.as_posix())
+    return published
+
+
+def reflect_goal(state: GoalState, rt: Runtime) -> GoalResult:
+    """Retry each unmet step once with what was missing, then validate the whole output and judge it."""
+    assert state.plan is not None
+    for index, result in enumerate(list(state.results)):
+        if result.status == "unmet" and index not in state.retried and _has_budget(result):
+            state.retried.append(index)
+            feedback = [f"A previous attempt ended ({result.exit_reason}): "
+                        + "; ".join(f"{u.what}: {u.why}" for u in result.unmet)[:600]]
+            rt.emit("reflect.retry", job=state.job_id, step=index, skill=result.skill_id)
+            act_step(state, index, rt, feedback=feedback)
+    report = _final_validation(state, rt)
+    return _result(state, report)
+
+
+def _has_budget(result: ActResult) -> bool:
+    return result.exit_reason in ("validation_failed", "stalled", "missing_reference")
+
+
+def _final_validation(state: GoalState, rt: Runtime) -> ValidationReport | None:
+    assert state.plan is not None
+    if rt.settings.qa.mode == "off":
+        return None
+    rules = ContractRules()
+    for step in state.plan.steps:
+        rules = rules.merged(step.expected_outputs().rules)
+    description = "\n".join([f"Goal: {state.request.goal}", *[f"- {s.skill}: {s.expected}" for s in state.plan.steps],
+                             *[f"Evaluation: {e}" for e in state.plan.evaluation]])
+    acts_done = all(r.status == "done" for r in state.results)
+    report = validate_outputs(state.out_dir, ExpectedOutputs(description=description, rules=rules),
+                              model=rt.model if acts_done else None, qa_mode=rt.settings.qa.mode)
+    rt.emit("validate.done", job=state.job_id, passed=report.pass_, stage=report.stage,
+            violations=len(report.violations))
+    return report
+
+
+def _result(state: GoalState, report: ValidationReport | None) -> GoalResult:
+    metrics = state.plan_metrics.model_copy(deep=True)
+    unmet: list[Unmet] = []
+    stdout: list[Any] = []
+    for r in state.results:
+        m = r.metrics
+        metrics.tokens_in += m.tokens_in
+        metrics.tokens_out += m.tokens_out
+        metrics.tool_calls += m.tool_calls
+        metrics.model_calls += m.model_calls
+        metrics.duration_ms += m.duration_ms
+        metrics.containers += m.containers
+        metrics.memo_hits += m.memo_hits
+        for key in ("l2", "l3", "dedup_hits"):
+            metrics.disclosure[key] += getattr(m.disclosure, key)
+        unmet += r.unmet
+        stdout += [s for s in r.stdout_results if s is not None]
+    if report is not None:
+        metrics.tokens_in += report.tokens_in
+        metrics.tokens_out += report.tokens_out
+        metrics.duration_ms += report.duration_ms
+    statuses = {r.status for r in state.results}
+    validated = report is None or report.pass_
+    if statuses == {"done"} and validated:
+        status = "done"
+    elif "failed" in statuses and not any(r.artifacts for r in state.results):
+        status = "failed"
+    else:
+        status = "unmet"
+    if report is not None and not report.pass_ and statuses == {"done"}:
+        unmet += [Unmet(what=v, why=f"final {report.stage} check", next_step="refine the goal or the skill")
+                  for v in (report.missing + report.violations) or [report.rationale]]
+    partial = status != "done"
+    artifacts = catalog(state.out_dir, state.published, partial=partial,
+                        versions=Blackboard.from_snapshot(state.blackboard))
+    return GoalResult(job_id=state.job_id, goal=state.request.goal, status=status, artifacts=artifacts,
+                      validation=report, metrics=metrics, plan=state.plan, skills=state.results, unmet=unmet,
+                      stdout=stdout, out_dir=str(state.out_dir))
+
+
+def catalog(out_dir: Path, published: list[str], *, partial: bool, versions: Blackboard) -> list[Artifact]:
+    """The artifact catalog of the files this goal wrote to ``out_dir``."""
+    items = []
+    for rel in sorted(published):
+        path = out_dir / rel
+        if path.is_file() and not path.is_symlink():
+            data = path.read_bytes()
+            version = versions.latest(rel)
+            items.append(Artifact(path=rel, type=artifact_type(rel),
+                                  mime=mimetypes.guess_type(rel)[0] or "application/octet-stream", size=len(data),
+                                  sha256=hashlib.sha256(data).hexdigest(), version=version.label if version else "",
+                                  partial=partial, metadata={"skill": version.skill_id} if version else {}))
+    return items
+
+
+def bundle_zip(result: GoalResult, dest: Path) -> Path:
+    """Bundle the output files into one ZIP (the artifact catalog's optional bundle)."""
+    out_dir = Path(result.out_dir)
+    with zipfile.ZipFile(dest, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+        for artifact in result.artifacts:
+            zf.write(out_dir / artifact.path, artifact.path)
+    return dest
+
+
+def run_goal(request: GoalRequest, out_dir: Path, rt: Runtime) -> GoalResult:
+    """Plan → Act → Reflect in this process. Failures become a ``failed``/``unmet`` result saying where and why."""
+    started = time.monotonic()
+    state = start_goal(request, out_dir, rt.settings)
+    try:
+        plan_goal(state, rt)
+        assert state.plan is not None
+        for index in range(len(state.plan.steps)):
+            act_step(state, index, rt)
+        result = reflect_goal(state, rt)
+    except OrchestratorError as e:
+        rt.emit("goal.failed", job=state.job_id, where=e.where, error=e.message)
+        result = _result(state, None) if state.plan is not None else GoalResult(
+            job_id=state.job_id, goal=request.goal, status="failed", out_dir=str(state.out_dir),
+            metrics=state.plan_metrics)
+        result.status = "failed"
+        result.error = GoalError(where=e.where or "workflow", message=e.message, next_step=e.next_step or "")
+    result.metrics.duration_ms = int((time.monotonic() - started) * 1000)
+    rt.emit("goal.done", job=state.job_id, status=result.status, tokens_in=result.metrics.tokens_in,
+            tokens_out=result.metrics.tokens_out, tool_calls=result.metrics.tool_calls)
+    return result
+
+
+def _slug(skill_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", skill_id)[:60]

@@ -1,0 +1,63 @@
+"""Shared fixtures. Docker and Redis are real and required: a missing service fails the test, it never skips."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+TEST_LABEL_PREFIX = "orchtest"
+
+
+@pytest.fixture(autouse=True)
+def _no_real_model(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Any model call that is not pointed at our scripted server goes to a closed loopback port and fails.
+
+    The cache (read cache, memo) of every test is private, so no test warms another and none touches ~/.cache.
+    """
+    monkeypatch.setenv("ORCH_CACHE_DIR", str(tmp_path_factory.mktemp("orch-cache")))
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-never-sent-anywhere")
+    monkeypatch.delenv("ORCH_CONFIG", raising=False)
+    monkeypatch.delenv("ORCH_SCRIPTED_TRACE", raising=False)
+
+
+@pytest.fixture(scope="session")
+def docker_client() -> Iterator[object]:
+    import docker
+
+    try:
+        client = docker.from_env(timeout=60)
+        client.ping()
+    except Exception as e:  # noqa: BLE001 - any failure means the engine is not usable
+        pytest.fail(f"a running Docker engine is required (run `bash ops/setup.sh`): {e}")
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    import redis
+
+    url = os.environ.get("ORCH_REDIS_URL", "redis://localhost:6379/0")
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=3).ping()
+    except Exception as e:  # noqa: BLE001
+        pytest.fail(f"a running Redis server is required at {url} (run `bash ops/setup.sh`): {e}")
+    return url
+
+
+@pytest.fixture(scope="session")
+def sandbox_image(docker_client) -> str:
+    """The sandbox image built by `bash ops/setup.sh` (`python -m orchestrator sandbox build-image`)."""
+    from orchestrator.config import DEFAULT_SANDBOX_IMAGE
+
+    import docker.errors
+
+    name = os.environ.get("ORCH_SANDBOX__IMAGE", DEFAULT_SANDBOX_IMAGE)
+    try:
+        docker_client.images.get(name)
+    except docker.errors.ImageNotFound:
+        pytest.fail(f"sandbox image {name} is missing: run `python -m orchestrator sandbox build-image`")
+    return name
