@@ -113,7 +113,9 @@ class _YamlFileSource(PydanticBaseSettingsSource):
 
     path: Path | None = None
 
-    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:  # pragma: no cover - unused
+    def get_field_value(
+        self, field: Any, field_name: str
+    ) -> tuple[Any, str, bool]:  # pragma: no cover - unused
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
@@ -128,7 +130,9 @@ def read_settings_file(path: Path) -> dict[str, Any]:
     except FileNotFoundError as e:
         raise ConfigError(f"settings file not found: {path}", where="config", path=str(path)) from e
     except yaml.YAMLError as e:
-        raise ConfigError(f"settings file is not valid YAML: {path}: {e}", where="config", path=str(path)) from e
+        raise ConfigError(
+            f"settings file is not valid YAML: {path}: {e}", where="config", path=str(path)
+        ) from e
     if data is None:
         return {}
     if not isinstance(data, dict):

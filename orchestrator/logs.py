@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import re
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from typing import Any, TextIO
 
 import structlog
@@ -44,14 +44,16 @@ def mask_value(value: Any, key: str = "") -> Any:
     return value
 
 
-def _mask_processor(_logger: Any, _method: str, event_dict: dict[str, Any]) -> dict[str, Any]:
+def _mask_processor(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> dict[str, Any]:
     return {k: mask_value(v, k) for k, v in event_dict.items()}
 
 
 def configure_logging(level: str = "INFO", *, json: bool = True, stream: TextIO | None = None) -> None:
     """Route structlog (and stdlib logging) to ``stream`` (stderr by default) as JSON lines or console text."""
     stream = stream or sys.stderr
-    renderer: Any = structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+    renderer: Any = (
+        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+    )
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,

@@ -33,7 +33,7 @@ def cut_to_tokens(text: str, max_tokens: int) -> tuple[str, int]:
     total = estimate_tokens(text)
     if total <= max_tokens:
         return text, 0
-    used = 0
+    used = 0.0
     end = 0
     for i, ch in enumerate(text):
         cost = 1.0 if ord(ch) > 127 else 1.0 / CHARS_PER_TOKEN

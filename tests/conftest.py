@@ -51,9 +51,9 @@ def redis_url() -> str:
 @pytest.fixture(scope="session")
 def sandbox_image(docker_client) -> str:
     """The sandbox image built by `bash ops/setup.sh` (`python -m orchestrator sandbox build-image`)."""
-    from orchestrator.config import DEFAULT_SANDBOX_IMAGE
-
     import docker.errors
+
+    from orchestrator.config import DEFAULT_SANDBOX_IMAGE
 
     name = os.environ.get("ORCH_SANDBOX__IMAGE", DEFAULT_SANDBOX_IMAGE)
     try:

@@ -40,7 +40,9 @@ class Blackboard:
         with self._lock:
             return sorted(self._values)
 
-    def record_artifact(self, path: str, sha256: str, size: int, skill_id: str) -> tuple[ArtifactVersion, bool]:
+    def record_artifact(
+        self, path: str, sha256: str, size: int, skill_id: str
+    ) -> tuple[ArtifactVersion, bool]:
         """Register content for ``path``; a new version only when the content changed. Returns (version, changed)."""
         with self._lock:
             versions = self._artifacts.setdefault(path, [])
@@ -62,7 +64,8 @@ class Blackboard:
         board = cls()
         board._values = dict(snapshot.get("values", {}))
         board._artifacts = {
-            p: [ArtifactVersion.model_validate(v) for v in vs] for p, vs in snapshot.get("artifacts", {}).items()
+            p: [ArtifactVersion.model_validate(v) for v in vs]
+            for p, vs in snapshot.get("artifacts", {}).items()
         }
         return board
 

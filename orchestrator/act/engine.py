@@ -42,20 +42,32 @@ def execute_skill(
     if missing_tool:
         error = ImageToolMissing(
             f"skill {skill.id} requires {', '.join(missing_tool)}, which the sandbox image does not provide",
-            where=f"skill:{skill.id}", next_step="add the tool to sandbox-image/ and rebuild it "
-                                                 "(python -m orchestrator sandbox build-image --force)")
+            where=f"skill:{skill.id}",
+            next_step="add the tool to sandbox-image/ and rebuild it "
+            "(python -m orchestrator sandbox build-image --force)",
+        )
         return _refused(request, str(error), error.next_step or "")
     out_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="orch-build-") as tmp:
         build: BuildArea
         if sandbox is not None:
-            build = SandboxBuildArea(sandbox, request.job_id, skill.root,
-                                     disk_mb=request.budgets.disk_write_limit_mb, inputs_dir=request.inputs_dir)
+            build = SandboxBuildArea(
+                sandbox,
+                request.job_id,
+                skill.root,
+                disk_mb=request.budgets.disk_write_limit_mb,
+                inputs_dir=request.inputs_dir,
+            )
         else:
             build = LocalBuildArea(Path(tmp) / "build", disk_mb=request.budgets.disk_write_limit_mb)
         ctx = ActContext(
-            request=request, settings=settings, library=library, skill=skill, build=build,
-            blackboard=blackboard or Blackboard(), store=store,
+            request=request,
+            settings=settings,
+            library=library,
+            skill=skill,
+            build=build,
+            blackboard=blackboard or Blackboard(),
+            store=store,
             prior=store.load(skill.id) if store is not None else SkillMemoFile(),
         )
         try:
@@ -67,15 +79,24 @@ def execute_skill(
 def _missing_tools(skill: Skill, available: Callable[[], dict[str, str]] | None) -> list[str]:
     if available is None or not skill.declarations.requires_tools:
         return []
-    have = {name.lower() for name in available()}
-    return [tool for tool in skill.declarations.requires_tools if tool.lower() not in have]
+    from orchestrator.sandbox.image import missing_tools
+
+    return missing_tools(available(), skill.declarations.requires_tools)
 
 
 def _refused(request: ActRequest, why: str, next_step: str) -> ActResult:
     b = request.budgets
     return ActResult(
-        skill_id=request.skill_id, status="failed", exit_reason="missing_tool", next_step=next_step,
-        remaining_budgets=RemainingBudgets(tool_calls=b.max_tool_calls, time_ms=b.time_budget_ms,
-                                           tokens=b.token_budget, disk_mb=b.disk_write_limit_mb),
-        unmet=[Unmet(what=f"skill {request.skill_id}", why=why, next_step=next_step)], final_message=why,
+        skill_id=request.skill_id,
+        status="failed",
+        exit_reason="missing_tool",
+        next_step=next_step,
+        remaining_budgets=RemainingBudgets(
+            tool_calls=b.max_tool_calls,
+            time_ms=b.time_budget_ms,
+            tokens=b.token_budget,
+            disk_mb=b.disk_write_limit_mb,
+        ),
+        unmet=[Unmet(what=f"skill {request.skill_id}", why=why, next_step=next_step)],
+        final_message=why,
     )

@@ -32,8 +32,10 @@ def initial_messages(ctx: ActContext) -> list[Message]:
     if req.expected.description:
         lines.append(f"Expected outputs: {req.expected.description}")
     if req.expected.rules.required:
-        required = [r.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True)
-                    | {"path": r.path} for r in req.expected.rules.required]
+        required = [
+            r.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True) | {"path": r.path}
+            for r in req.expected.rules.required
+        ]
         lines.append(f"Required files (under build/): {json.dumps(required, ensure_ascii=False)}")
     if req.constraints:
         lines.append("Constraints: " + "; ".join(req.constraints))
@@ -45,15 +47,22 @@ def initial_messages(ctx: ActContext) -> list[Message]:
         lines.append("Blackboard keys from earlier skills: " + ", ".join(keys))
     missing = [r.ref for r in skill.references if not r.exists]
     if missing:
-        lines.append("Missing references (do without them once; otherwise report them): " + ", ".join(missing))
+        lines.append(
+            "Missing references (do without them once; otherwise report them): " + ", ".join(missing)
+        )
     b = req.budgets
-    lines.append(f"Budgets: {b.max_tool_calls} tool calls, {b.token_budget} tokens, {b.time_budget_ms} ms, "
-                 f"scripts {b.script_timeout_s:g}s each, build/ {b.disk_write_limit_mb} MB.")
+    lines.append(
+        f"Budgets: {b.max_tool_calls} tool calls, {b.token_budget} tokens, {b.time_budget_ms} ms, "
+        f"scripts {b.script_timeout_s:g}s each, build/ {b.disk_write_limit_mb} MB."
+    )
     if ctx.prior.history:
         lines.append("An earlier run of this skill validated after: " + "; ".join(ctx.prior.history[:12]))
     marker = " (cut)" if body.truncated else ""
     lines.append(f"\nSKILL.md (L2{marker}):\n{body.text}")
-    return [Message(role="system", content=load_prompt("act_system")), Message(role="user", content="\n".join(lines))]
+    return [
+        Message(role="system", content=load_prompt("act_system")),
+        Message(role="user", content="\n".join(lines)),
+    ]
 
 
 def _list_inputs(root: Path | None) -> list[str]:
@@ -64,12 +73,22 @@ def _list_inputs(root: Path | None) -> list[str]:
 
 def log_step(ctx: ActContext, record: StepRecord) -> None:
     ctx.records.append(record)
-    _log.info("act.step", job=ctx.request.job_id, skill=ctx.request.skill_id,
-              **record.model_dump(exclude_defaults=True))
+    _log.info(
+        "act.step",
+        job=ctx.request.job_id,
+        skill=ctx.request.skill_id,
+        **record.model_dump(exclude_defaults=True),
+    )
 
 
-_TYPES: dict[str, ArtifactType] = {".html": "html", ".htm": "html", ".log": "log", ".py": "script", ".sh": "script",
-                                   ".js": "script"}
+_TYPES: dict[str, ArtifactType] = {
+    ".html": "html",
+    ".htm": "html",
+    ".log": "log",
+    ".py": "script",
+    ".sh": "script",
+    ".js": "script",
+}
 
 
 def artifact_type(path: str) -> ArtifactType:
@@ -81,7 +100,7 @@ def artifact_type(path: str) -> ArtifactType:
 
 def build_artifacts(ctx: ActContext, out_dir: Path, *, partial: bool) -> list[Artifact]:
     """The artifact catalog of what the Act exported to ``out_dir``."""
-    artifacts = []
+    artifacts: list[Artifact] = []
     if not out_dir.is_dir():
         return artifacts
     for path in sorted(out_dir.rglob("*")):
@@ -90,11 +109,18 @@ def build_artifacts(ctx: ActContext, out_dir: Path, *, partial: bool) -> list[Ar
         rel = path.relative_to(out_dir).as_posix()
         data = path.read_bytes()
         version = ctx.blackboard.latest(rel)
-        artifacts.append(Artifact(
-            path=rel, type=artifact_type(rel), mime=mimetypes.guess_type(rel)[0] or "application/octet-stream",
-            size=len(data), sha256=hashlib.sha256(data).hexdigest(), version=version.label if version else "",
-            partial=partial, metadata={"skill": ctx.request.skill_id},
-        ))
+        artifacts.append(
+            Artifact(
+                path=rel,
+                type=artifact_type(rel),
+                mime=mimetypes.guess_type(rel)[0] or "application/octet-stream",
+                size=len(data),
+                sha256=hashlib.sha256(data).hexdigest(),
+                version=version.label if version else "",
+                partial=partial,
+                metadata={"skill": ctx.request.skill_id},
+            )
+        )
     return artifacts
 
 

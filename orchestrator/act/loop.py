@@ -17,8 +17,8 @@ from pydantic import ValidationError
 from orchestrator.act.budget import BudgetTracker
 from orchestrator.act.context import ActContext
 from orchestrator.act.evidence import build_artifacts, initial_messages, log_step, persist_success
-from orchestrator.act.models import ActResult, ExitReason, StepRecord, Unmet
 from orchestrator.act.memo import canonical_digest
+from orchestrator.act.models import ActResult, ExitReason, StepRecord, Unmet
 from orchestrator.act.tools import TOOLS, ToolOutcome, tool_specs
 from orchestrator.errors import ModelError
 from orchestrator.llm.interface import ChatModel, Message, ModelResponse, ToolCall
@@ -57,8 +57,13 @@ class _Loop:
 
 def run_act(ctx: ActContext, model: ChatModel, out_dir: Path) -> ActResult:
     """Run one skill to completion; returns the typed result (never raises for the model's own failures)."""
-    loop = _Loop(ctx=ctx, model=model, budget=BudgetTracker(ctx.request.budgets), out_dir=out_dir,
-                 messages=initial_messages(ctx))
+    loop = _Loop(
+        ctx=ctx,
+        model=model,
+        budget=BudgetTracker(ctx.request.budgets),
+        out_dir=out_dir,
+        messages=initial_messages(ctx),
+    )
     specs = tool_specs()
     exit_: Exit | None = None
     while exit_ is None:
@@ -92,9 +97,17 @@ def _decide(loop: _Loop, specs: list[Any]) -> ModelResponse:
     ctx.step += 1
     ms = int((time.monotonic() - started) * 1000)
     if not response.tool_calls:
-        log_step(ctx, StepRecord(step=ctx.step, kind="model", reason_short=(response.content or "")[:200],
-                                 tokens_in=response.usage.prompt_tokens, tokens_out=response.usage.completion_tokens,
-                                 ms=ms))
+        log_step(
+            ctx,
+            StepRecord(
+                step=ctx.step,
+                kind="model",
+                reason_short=(response.content or "")[:200],
+                tokens_in=response.usage.prompt_tokens,
+                tokens_out=response.usage.completion_tokens,
+                ms=ms,
+            ),
+        )
     loop.messages.append(response.as_message())
     loop.last_usage = (response.usage.prompt_tokens, response.usage.completion_tokens, ms)
     return response
@@ -113,21 +126,32 @@ def _apply_all(loop: _Loop, response: ModelResponse) -> Exit | None:
     loop.progressed = False
     if not response.tool_calls:
         loop.final_message = response.content or ""
-        loop.messages.append(Message(role="user", content="Call a tool, or call finish(summary, outputs) when the "
-                                                          "outputs are produced."))
+        loop.messages.append(
+            Message(
+                role="user",
+                content="Call a tool, or call finish(summary, outputs) when the outputs are produced.",
+            )
+        )
         return None
     tokens_in, tokens_out, model_ms = loop.last_usage
     exit_: Exit | None = None
     for index, call in enumerate(response.tool_calls):
         if exit_ is not None or loop.budget.tool_calls >= ctx.request.budgets.max_tool_calls:
-            loop.messages.append(Message(role="tool", tool_call_id=call.id,
-                                         content=json.dumps({"ok": False, "error": "not run: the step ended"})))
+            loop.messages.append(
+                Message(
+                    role="tool",
+                    tool_call_id=call.id,
+                    content=json.dumps({"ok": False, "error": "not run: the step ended"}),
+                )
+            )
             continue
         started = time.monotonic()
         outcome = _apply(ctx, call)
         loop.budget.tool_calls += 1
         ctx.metrics.tool_calls += 1
-        record = _record(ctx, call, outcome, started, (tokens_in, tokens_out, model_ms) if index == 0 else None)
+        record = _record(
+            ctx, call, outcome, started, (tokens_in, tokens_out, model_ms) if index == 0 else None
+        )
         log_step(ctx, record)
         loop.messages.append(Message(role="tool", tool_call_id=call.id, content=outcome.content()))
         if outcome.changed_files:
@@ -148,8 +172,9 @@ def _apply(ctx: ActContext, call: ToolCall) -> ToolOutcome:
     return tool.fn(ctx, args)
 
 
-def _record(ctx: ActContext, call: ToolCall, outcome: ToolOutcome, started: float,
-            usage: tuple[int, int, int] | None) -> StepRecord:
+def _record(
+    ctx: ActContext, call: ToolCall, outcome: ToolOutcome, started: float, usage: tuple[int, int, int] | None
+) -> StepRecord:
     if outcome.disclosure == "L2":
         ctx.metrics.disclosure.l2 += 1
     elif outcome.disclosure == "L3":
@@ -168,11 +193,19 @@ def _record(ctx: ActContext, call: ToolCall, outcome: ToolOutcome, started: floa
         reason = ""
     tokens_in, tokens_out, model_ms = usage or (0, 0, 0)
     return StepRecord(
-        step=ctx.step, kind="tool", tool=call.name, reason_short=reason,
-        inputs_digest=canonical_digest(call.name, call.arguments)[:16], ok=outcome.ok, error=outcome.error,
-        tokens_in=tokens_in, tokens_out=tokens_out, ms=model_ms + int((time.monotonic() - started) * 1000),
+        step=ctx.step,
+        kind="tool",
+        tool=call.name,
+        reason_short=reason,
+        inputs_digest=canonical_digest(call.name, call.arguments)[:16],
+        ok=outcome.ok,
+        error=outcome.error,
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        ms=model_ms + int((time.monotonic() - started) * 1000),
         diff_summary=", ".join(f"build/{p} changed" for p in outcome.changed_files),
-        file_ids=[f"build/{p}" for p in outcome.changed_files], memo_hit=outcome.memo_hit,
+        file_ids=[f"build/{p}" for p in outcome.changed_files],
+        memo_hit=outcome.memo_hit,
         container=outcome.container,
     )
 
@@ -193,13 +226,19 @@ def _short_args(arguments: str) -> str:
 
 def _after_tool(loop: _Loop, call: ToolCall, outcome: ToolOutcome) -> Exit | None:
     if outcome.violation:
-        return Exit("sandbox_violation", outcome.violation,
-                    "the skill or the model tried to leave its sandbox; check the skill's paths and scripts")
+        return Exit(
+            "sandbox_violation",
+            outcome.violation,
+            "the skill or the model tried to leave its sandbox; check the skill's paths and scripts",
+        )
     if outcome.dedup and call.name in ("read_ref", "read_file", "read_skill_md"):
         loop.repeat_reads += 1
         if loop.repeat_reads >= CYCLE_REPEATS:
-            return Exit("reference_cycle", f"the same documents were requested again {loop.repeat_reads} times",
-                        "the skill's references loop back on themselves; fix the links in its documents")
+            return Exit(
+                "reference_cycle",
+                f"the same documents were requested again {loop.repeat_reads} times",
+                "the skill's references loop back on themselves; fix the links in its documents",
+            )
     if outcome.finish:
         return _finish_attempt(loop, outcome)
     return None
@@ -213,8 +252,13 @@ def _finish_attempt(loop: _Loop, outcome: ToolOutcome) -> Exit | None:
         return Exit("finished_unvalidated", "finished; QA is off")
     semantic_model = loop.model if ctx.request.qa_mode == "step" else None
     try:
-        report = validate_outputs(loop.out_dir, ctx.request.expected, model=semantic_model,
-                                  qa_mode="step" if semantic_model else "off", schema_base=ctx.skill_root)
+        report = validate_outputs(
+            loop.out_dir,
+            ctx.request.expected,
+            model=semantic_model,
+            qa_mode="step" if semantic_model else "off",
+            schema_base=ctx.skill_root,
+        )
     except ModelError as e:
         return Exit("model_error", f"semantic check failed: {e}", e.next_step or "check the model and retry")
     loop.report = report
@@ -222,13 +266,25 @@ def _finish_attempt(loop: _Loop, outcome: ToolOutcome) -> Exit | None:
     if report.pass_:
         return Exit("validated", "expected outputs validated")
     loop.failed_finishes += 1
-    loop.messages.append(Message(role="user", content="Validation failed: " + json.dumps(
-        report.model_dump(by_alias=True, include={"pass_", "stage", "missing", "violations", "rationale"}),
-        ensure_ascii=False) + ("\nFix it, then call finish again." if loop.failed_finishes < MAX_FAILED_FINISHES
-                                else "")))
+    loop.messages.append(
+        Message(
+            role="user",
+            content="Validation failed: "
+            + json.dumps(
+                report.model_dump(
+                    by_alias=True, include={"pass_", "stage", "missing", "violations", "rationale"}
+                ),
+                ensure_ascii=False,
+            )
+            + ("\nFix it, then call finish again." if loop.failed_finishes < MAX_FAILED_FINISHES else ""),
+        )
+    )
     if loop.failed_finishes >= MAX_FAILED_FINISHES:
-        return Exit("validation_failed", "; ".join(report.missing + report.violations)[:500] or report.rationale,
-                    "look at the violations; adjust the goal's expected outputs or the skill")
+        return Exit(
+            "validation_failed",
+            "; ".join(report.missing + report.violations)[:500] or report.rationale,
+            "look at the violations; adjust the goal's expected outputs or the skill",
+        )
     return None
 
 
@@ -249,8 +305,11 @@ def _progress(loop: _Loop) -> Exit | None:
     if ctx.metrics.micro_reflects == 0 and loop.no_progress >= NO_PROGRESS_TURNS:
         return _micro_reflect(loop)
     if ctx.metrics.micro_reflects > 0 and loop.no_progress >= STALL_TURNS_AFTER_REFLECT:
-        return Exit("stalled", f"{loop.no_progress} turns without a new or changed artifact after a Micro-Reflect",
-                    "give the goal more detail or check that the skill can produce the expected outputs")
+        return Exit(
+            "stalled",
+            f"{loop.no_progress} turns without a new or changed artifact after a Micro-Reflect",
+            "give the goal more detail or check that the skill can produce the expected outputs",
+        )
     return None
 
 
@@ -267,9 +326,17 @@ def _micro_reflect(loop: _Loop) -> Exit | None:
     _count_usage(loop, response)
     ctx.step += 1
     plan = (response.content or "").strip()[:1200]
-    log_step(ctx, StepRecord(step=ctx.step, kind="reflect", reason_short=plan[:400],
-                             tokens_in=response.usage.prompt_tokens, tokens_out=response.usage.completion_tokens,
-                             ms=int((time.monotonic() - started) * 1000)))
+    log_step(
+        ctx,
+        StepRecord(
+            step=ctx.step,
+            kind="reflect",
+            reason_short=plan[:400],
+            tokens_in=response.usage.prompt_tokens,
+            tokens_out=response.usage.completion_tokens,
+            ms=int((time.monotonic() - started) * 1000),
+        ),
+    )
     loop.messages.append(Message(role="user", content=f"Micro-Reflect (your short re-plan): {plan}\nGo on."))
     return None
 
@@ -280,30 +347,55 @@ def _finalize(loop: _Loop, exit_: Exit) -> ActResult:
     if exit_.reason not in ("validated", "finished_unvalidated"):
         ctx.build.export(loop.out_dir)  # partial artifacts are kept, and marked partial
     done = exit_.reason in ("validated", "finished_unvalidated")
-    status = "done" if done else ("failed" if exit_.reason in ("model_error", "sandbox_violation") else "unmet")
+    status = (
+        "done" if done else ("failed" if exit_.reason in ("model_error", "sandbox_violation") else "unmet")
+    )
     if loop.report is None and done is False and ctx.request.qa_mode != "off":
-        loop.report = validate_outputs(loop.out_dir, ctx.request.expected, model=None, qa_mode="off",
-                                       schema_base=ctx.skill_root)
+        loop.report = validate_outputs(
+            loop.out_dir, ctx.request.expected, model=None, qa_mode="off", schema_base=ctx.skill_root
+        )
     unmet = [] if done else _unmet(ctx, exit_, loop.report)
-    if exit_.reason != "reference_cycle" and not done and ctx.missing_refs and exit_.reason != "sandbox_violation":
-        exit_ = Exit("missing_reference", f"missing references: {', '.join(ctx.missing_refs)} ({exit_.why})",
-                     "add the missing files to the skill or remove the references")
+    if (
+        exit_.reason != "reference_cycle"
+        and not done
+        and ctx.missing_refs
+        and exit_.reason != "sandbox_violation"
+    ):
+        exit_ = Exit(
+            "missing_reference",
+            f"missing references: {', '.join(ctx.missing_refs)} ({exit_.why})",
+            "add the missing files to the skill or remove the references",
+        )
     if done:
         persist_success(ctx)
     return ActResult(
-        skill_id=ctx.request.skill_id, status=status, exit_reason=exit_.reason, next_step=exit_.next_step,
-        artifacts=build_artifacts(ctx, loop.out_dir, partial=not done), validation=loop.report,
-        evidence_summary=list(ctx.records), metrics=ctx.metrics, remaining_budgets=loop.budget.remaining(),
-        unmet=unmet, final_message=loop.final_message or exit_.why, stdout_results=ctx.stdout_results,
+        skill_id=ctx.request.skill_id,
+        status=status,
+        exit_reason=exit_.reason,
+        next_step=exit_.next_step,
+        artifacts=build_artifacts(ctx, loop.out_dir, partial=not done),
+        validation=loop.report,
+        evidence_summary=list(ctx.records),
+        metrics=ctx.metrics,
+        remaining_budgets=loop.budget.remaining(),
+        unmet=unmet,
+        final_message=loop.final_message or exit_.why,
+        stdout_results=ctx.stdout_results,
     )
 
 
 def _unmet(ctx: ActContext, exit_: Exit, report: ValidationReport | None) -> list[Unmet]:
-    items = [Unmet(what=f"reference {ref}", why="missing from the skill", next_step="add it or remove the link")
-             for ref in ctx.missing_refs]
+    items = [
+        Unmet(what=f"reference {ref}", why="missing from the skill", next_step="add it or remove the link")
+        for ref in ctx.missing_refs
+    ]
     if report is not None and not report.pass_:
-        items += [Unmet(what=m, why="expected output missing", next_step=exit_.next_step) for m in report.missing]
-        items += [Unmet(what=v, why="contract violation", next_step=exit_.next_step) for v in report.violations]
+        items += [
+            Unmet(what=m, why="expected output missing", next_step=exit_.next_step) for m in report.missing
+        ]
+        items += [
+            Unmet(what=v, why="contract violation", next_step=exit_.next_step) for v in report.violations
+        ]
     if not items:
         items.append(Unmet(what=f"skill {ctx.request.skill_id}", why=exit_.why, next_step=exit_.next_step))
     return items

@@ -25,7 +25,13 @@ from orchestrator.act.context import ActContext
 from orchestrator.act.memo import MemoEntry, ScriptReplay, canonical_digest
 from orchestrator.act.text import diff_summary, scrub_source_lines, summarize_text
 from orchestrator.act.workspace import clean_build_path
-from orchestrator.errors import PathEscapeError, SandboxError, SandboxRefused, SkillError, ValidationRulesError
+from orchestrator.errors import (
+    PathEscapeError,
+    SandboxError,
+    SandboxRefused,
+    SkillError,
+    ValidationRulesError,
+)
 from orchestrator.llm.interface import ToolSpec
 from orchestrator.tokens import cut_to_tokens, estimate_tokens
 
@@ -88,8 +94,12 @@ def _send_text(ctx: ActContext, *, path: str, text: str, sha: str, level: str, f
     if sha in ctx.sent:
         return ToolOutcome(
             ok=True,
-            data={"path": path, "sha256": sha, "unchanged": True,
-                  "note": f"identical content was already sent at step {ctx.sent[sha]}; use it from there"},
+            data={
+                "path": path,
+                "sha256": sha,
+                "unchanged": True,
+                "note": f"identical content was already sent at step {ctx.sent[sha]}; use it from there",
+            },
             dedup=True,
         )
     summary = ctx.prior.digests.get(sha)
@@ -98,9 +108,13 @@ def _send_text(ctx: ActContext, *, path: str, text: str, sha: str, level: str, f
         ctx.read_docs[sha] = summary
         return ToolOutcome(
             ok=True,
-            data={"path": path, "sha256": sha, "summary": summary,
-                  "note": "unchanged since an earlier validated run: summary shown; "
-                          "call again with full=true for the whole text"},
+            data={
+                "path": path,
+                "sha256": sha,
+                "summary": summary,
+                "note": "unchanged since an earlier validated run: summary shown; "
+                "call again with full=true for the whole text",
+            },
             disclosure=level,
             dedup=True,
         )
@@ -125,7 +139,7 @@ def _script_card(ctx: ActContext, rel_path: str) -> ToolOutcome:
             "lines": data.count(b"\n") + 1,
             "sha256": hashlib.sha256(data).hexdigest(),
             "note": "script source is never shown; run it with run_script(path, args): stdin is the args JSON, "
-                    "stdout is JSON; see SKILL.md for what it expects",
+            "stdout is JSON; see SKILL.md for what it expects",
         },
         disclosure="L3",
     )
@@ -143,8 +157,11 @@ def _read_skill_file(ctx: ActContext, rel_path: str, *, full: bool) -> ToolOutco
             return fail(f"cannot read {rel_path}: {e}")
         if rel_path not in ctx.missing_refs:
             ctx.missing_refs.append(rel_path)
-        return fail(f"cannot read {rel_path}: it does not exist in the skill", missing=rel_path,
-                    hint="a missing reference: try once to do without it, otherwise finish and report it")
+        return fail(
+            f"cannot read {rel_path}: it does not exist in the skill",
+            missing=rel_path,
+            hint="a missing reference: try once to do without it, otherwise finish and report it",
+        )
     return _send_text(ctx, path=rel_path, text=text, sha=sha, level="L3", full=full)
 
 
@@ -155,11 +172,17 @@ class NoArgs(ToolArgs):
 def read_skill_md(ctx: ActContext, args: NoArgs) -> ToolOutcome:
     body = ctx.library.l2(ctx.request.skill_id)
     if body.sha256 in ctx.sent:
-        return ToolOutcome(ok=True, data={"unchanged": True, "note": f"SKILL.md already sent at step "
-                                          f"{ctx.sent[body.sha256]}"}, dedup=True)
+        return ToolOutcome(
+            ok=True,
+            data={"unchanged": True, "note": f"SKILL.md already sent at step {ctx.sent[body.sha256]}"},
+            dedup=True,
+        )
     ctx.sent[body.sha256] = ctx.step
-    return ToolOutcome(ok=True, data={"skill": ctx.request.skill_id, "text": body.text,
-                                      "truncated": body.truncated}, disclosure="L2")
+    return ToolOutcome(
+        ok=True,
+        data={"skill": ctx.request.skill_id, "text": body.text, "truncated": body.truncated},
+        disclosure="L2",
+    )
 
 
 class ReadRefArgs(ToolArgs):
@@ -208,7 +231,9 @@ def _input_path(ctx: ActContext, rel_path: str) -> Path:
 
 
 class ReadFileArgs(ToolArgs):
-    path: str = Field(description="A file in the skill root, 'build/NAME' (outputs) or 'inputs/NAME' (inputs).")
+    path: str = Field(
+        description="A file in the skill root, 'build/NAME' (outputs) or 'inputs/NAME' (inputs)."
+    )
     full: bool = False
 
 
@@ -255,7 +280,11 @@ def write_artifact(ctx: ActContext, args: WriteArtifactArgs) -> ToolOutcome:
     except PathEscapeError as e:
         return ToolOutcome(ok=False, error=str(e), violation=f"write outside build/: {args.path}")
     try:
-        data = args.text.encode("utf-8") if args.text is not None else base64.b64decode(args.base64 or "", validate=True)
+        data = (
+            args.text.encode("utf-8")
+            if args.text is not None
+            else base64.b64decode(args.base64 or "", validate=True)
+        )
     except binascii.Error as e:
         return fail(f"base64 is not valid: {e}")
     try:
@@ -267,8 +296,13 @@ def write_artifact(ctx: ActContext, args: WriteArtifactArgs) -> ToolOutcome:
     label, changed = _record_write(ctx, rel, written.sha256, written.size)
     return ToolOutcome(
         ok=True,
-        data={"path": f"build/{rel}", "bytes": written.size, "sha256": written.sha256, "version": label,
-              "changed": changed},
+        data={
+            "path": f"build/{rel}",
+            "bytes": written.size,
+            "sha256": written.sha256,
+            "version": label,
+            "changed": changed,
+        },
         changed_files=(rel,) if changed else (),
     )
 
@@ -318,15 +352,21 @@ def validate(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
     if args.schema_ is not None:
         return _validate_schema(ctx, args)
     try:
-        rules = ctx.request.expected.rules if args.rules is None else ContractRules.from_mapping(
-            args.rules, source="validate(rules=...)", schema_base=ctx.skill_root)
+        rules = (
+            ctx.request.expected.rules
+            if args.rules is None
+            else ContractRules.from_mapping(
+                args.rules, source="validate(rules=...)", schema_base=ctx.skill_root
+            )
+        )
     except ValidationRulesError as e:
         return fail(f"rules are malformed: {e}")
     with tempfile.TemporaryDirectory(prefix="orch-validate-") as tmp:
         ctx.build.export(Path(tmp))
         try:
-            report = validate_outputs(Path(tmp), ExpectedOutputs(rules=rules), model=None, qa_mode="off",
-                                      schema_base=ctx.skill_root)
+            report = validate_outputs(
+                Path(tmp), ExpectedOutputs(rules=rules), model=None, qa_mode="off", schema_base=ctx.skill_root
+            )
         except ValidationRulesError as e:
             return fail(f"rules are malformed: {e}")
     data = report.model_dump(by_alias=True, include={"pass_", "stage", "missing", "violations", "metrics"})
@@ -339,11 +379,18 @@ def _validate_schema(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
         if isinstance(schema, str):
             schema = json.loads(ctx.library.read_text(ctx.request.skill_id, schema)[0])
         if args.path is not None:
-            raw = ctx.build.read_file(args.path) if args.path.startswith("build/") else (
-                _input_path(ctx, args.path).read_bytes())
+            raw = (
+                ctx.build.read_file(args.path)
+                if args.path.startswith("build/")
+                else (_input_path(ctx, args.path).read_bytes())
+            )
             import yaml
 
-            instance = yaml.safe_load(raw.decode("utf-8")) if args.path.endswith((".yaml", ".yml")) else json.loads(raw)
+            instance = (
+                yaml.safe_load(raw.decode("utf-8"))
+                if args.path.endswith((".yaml", ".yml"))
+                else json.loads(raw)
+            )
         else:
             instance = args.object
         jsonschema.validators.validator_for(schema).check_schema(schema)
@@ -352,9 +399,14 @@ def _validate_schema(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
         return ToolOutcome(ok=False, error=str(e), violation="path escape in validate")
     except Exception as e:  # noqa: BLE001 - unreadable file, bad JSON, bad schema: all fixable by the model
         return fail(f"cannot validate: {type(e).__name__}: {e}")
-    violations = [f"{'/'.join(map(str, err.absolute_path)) or '(root)'}: {err.message}" for err in errors[:20]]
-    return ToolOutcome(ok=not violations, data={"violations": violations},
-                       error="schema validation failed" if violations else None)
+    violations = [
+        f"{'/'.join(map(str, err.absolute_path)) or '(root)'}: {err.message}" for err in errors[:20]
+    ]
+    return ToolOutcome(
+        ok=not violations,
+        data={"violations": violations},
+        error="schema validation failed" if violations else None,
+    )
 
 
 # --- running -----------------------------------------------------------------------------------------------------
@@ -378,16 +430,26 @@ def run_script(ctx: ActContext, args: RunScriptArgs) -> ToolOutcome:
     except (SkillError, FileNotFoundError, IsADirectoryError) as e:
         return fail(f"no such script in the skill: {rel} ({e})")
     if ctx.script_failures >= MAX_SCRIPT_FAILURES:
-        return fail("script retry budget used: a failed script gets exactly one informed retry; finish with what "
-                    "you have or report what is missing")
+        return fail(
+            "script retry budget used: a failed script gets exactly one informed retry; finish with what "
+            "you have or report what is missing"
+        )
     build_state = [(f.path, f.sha256) for f in ctx.build.list_files()]
-    key = canonical_digest("run_script", hashlib.sha256(source).hexdigest(), args.args, build_state,
-                           _inputs_state(ctx))
+    key = canonical_digest(
+        "run_script", hashlib.sha256(source).hexdigest(), args.args, build_state, _inputs_state(ctx)
+    )
     remembered = ctx.memo.get(key)
     if remembered is not None:
-        return ToolOutcome(ok=remembered.ok, error=remembered.reason, memo_hit=True, data={
-            **remembered.content, "memo": f"same script, args and inputs as step {remembered.step}: result "
-                                          "repeated, not run again"})
+        return ToolOutcome(
+            ok=remembered.ok,
+            error=remembered.reason,
+            memo_hit=True,
+            data={
+                **remembered.content,
+                "memo": f"same script, args and inputs as step {remembered.step}: result "
+                "repeated, not run again",
+            },
+        )
     replay = ctx.prior.attempts.get(key)
     if replay is not None and ctx.store is not None and (outcome := _replay(ctx, key, replay)) is not None:
         return outcome
@@ -400,28 +462,49 @@ def run_script(ctx: ActContext, args: RunScriptArgs) -> ToolOutcome:
     changed = tuple(f.path for f in after if before.get(f.path) != f.sha256)
     text = source.decode("utf-8", errors="replace")
     data: dict[str, Any] = {
-        "script": rel, "exit_code": result.exit_code, "duration_ms": result.duration_ms,
+        "script": rel,
+        "exit_code": result.exit_code,
+        "duration_ms": result.duration_ms,
         "stdout_json": result.stdout_json,
         "stderr_summary": scrub_source_lines(result.stderr_summary, text),
-        "timed_out": result.timed_out, "oom_killed": result.oom_killed, "violations": result.violations,
+        "timed_out": result.timed_out,
+        "oom_killed": result.oom_killed,
+        "violations": result.violations,
         "files_changed": [f"build/{p}" for p in changed],
     }
     if result.stdout_json is None and result.stdout_text:
         data["stdout_text"] = scrub_source_lines(result.stdout_text[:2000], text)
-    container = {"container": result.container, "cmd": rel, "exit_code": result.exit_code,
-                 "elapsed_ms": result.duration_ms, "stdout_bytes": len(result.stdout_text or ""),
-                 "stderr_lines": result.stderr_lines, "timed_out": result.timed_out, "oom_killed": result.oom_killed}
+    container = {
+        "container": result.container,
+        "cmd": rel,
+        "exit_code": result.exit_code,
+        "elapsed_ms": result.duration_ms,
+        "stdout_bytes": len(result.stdout_text or ""),
+        "stderr_lines": result.stderr_lines,
+        "timed_out": result.timed_out,
+        "oom_killed": result.oom_killed,
+    }
     for path in changed:
         f = next(x for x in after if x.path == path)
         _record_write(ctx, path, f.sha256, f.size)
     if not result.ok:
         ctx.script_failures += 1
         left = MAX_SCRIPT_FAILURES - ctx.script_failures
-        data["retry"] = (f"{left} informed retry left: change the args or use another script, based on the reason"
-                         if left else "no retries left for scripts")
-        ctx.memo.put(key, MemoEntry(step=ctx.step, tool="run_script", ok=False, content=data, reason=result.reason))
-        return ToolOutcome(ok=False, error=result.reason or "script failed", data=data, changed_files=changed,
-                           container=container)
+        data["retry"] = (
+            f"{left} informed retry left: change the args or use another script, based on the reason"
+            if left
+            else "no retries left for scripts"
+        )
+        ctx.memo.put(
+            key, MemoEntry(step=ctx.step, tool="run_script", ok=False, content=data, reason=result.reason)
+        )
+        return ToolOutcome(
+            ok=False,
+            error=result.reason or "script failed",
+            data=data,
+            changed_files=changed,
+            container=container,
+        )
     ctx.memo.put(key, MemoEntry(step=ctx.step, tool="run_script", ok=True, content=data))
     ctx.stdout_results.append(result.stdout_json)
     ctx.new_replays[key] = (data, {p: next(x.sha256 for x in after if x.path == p) for p in changed})
@@ -432,8 +515,11 @@ def _inputs_state(ctx: ActContext) -> list[tuple[str, str]]:
     root = ctx.request.inputs_dir
     if root is None or not root.is_dir():
         return []
-    return [(p.relative_to(root).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest())
-            for p in sorted(root.rglob("*")) if p.is_file()]
+    return [
+        (p.relative_to(root).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest())
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    ]
 
 
 def _replay(ctx: ActContext, key: str, replay: ScriptReplay) -> ToolOutcome | None:
@@ -476,8 +562,10 @@ def summarize(ctx: ActContext, args: SummarizeArgs) -> ToolOutcome:
             return loaded
         text = loaded
     assert text is not None
-    return ToolOutcome(ok=True, data={"summary": summarize_text(text, max_items=args.max_items),
-                                      "tokens": estimate_tokens(text)})
+    return ToolOutcome(
+        ok=True,
+        data={"summary": summarize_text(text, max_items=args.max_items), "tokens": estimate_tokens(text)},
+    )
 
 
 def _load_text(ctx: ActContext, path: str) -> str | ToolOutcome:
@@ -518,7 +606,9 @@ class BlackboardPutArgs(ToolArgs):
 def blackboard_put(ctx: ActContext, args: BlackboardPutArgs) -> ToolOutcome:
     size = len(json.dumps(args.value, default=str))
     if size > MAX_VALUE_BYTES:
-        return fail(f"value is {size} bytes; the blackboard keeps at most {MAX_VALUE_BYTES} (write a file instead)")
+        return fail(
+            f"value is {size} bytes; the blackboard keeps at most {MAX_VALUE_BYTES} (write a file instead)"
+        )
     ctx.blackboard.put(args.key, args.value)
     return ToolOutcome(ok=True, data={"key": args.key, "keys": ctx.blackboard.keys()})
 
@@ -546,27 +636,68 @@ def finish(ctx: ActContext, args: FinishArgs) -> ToolOutcome:
 TOOLS: dict[str, Tool] = {
     t.name: t
     for t in (
-        Tool("read_skill_md", "Read this skill's SKILL.md (L2). Sent once; repeats say it is unchanged.", NoArgs,
-             read_skill_md),
-        Tool("read_ref", "Read a file referenced by SKILL.md (L3, on demand). Scripts are described, never shown.",
-             ReadRefArgs, read_ref),
-        Tool("list_files", "List files of the skill (glob), of build/ ('build/**') or of inputs/ ('inputs/**').",
-             ListFilesArgs, list_files),
-        Tool("read_file", "Read a text file from the skill root, build/ or inputs/.", ReadFileArgs, read_file),
-        Tool("template_expand", "Render a Jinja2 template (sandboxed) with data; optionally write it to build/.",
-             TemplateExpandArgs, template_expand),
-        Tool("validate", "Check a file/object against a JSON Schema, or build/ against contract rules "
-             "(no arguments: the expected outputs of this step).", ValidateArgs, validate),
-        Tool("run_script", "Run a skill script in the sandbox: stdin = args JSON, stdout = JSON; it may write "
-             "build/. No network.", RunScriptArgs, run_script),
-        Tool("write_artifact", "Write a text or base64 file under build/ (versioned).", WriteArtifactArgs,
-             write_artifact),
+        Tool(
+            "read_skill_md",
+            "Read this skill's SKILL.md (L2). Sent once; repeats say it is unchanged.",
+            NoArgs,
+            read_skill_md,
+        ),
+        Tool(
+            "read_ref",
+            "Read a file referenced by SKILL.md (L3, on demand). Scripts are described, never shown.",
+            ReadRefArgs,
+            read_ref,
+        ),
+        Tool(
+            "list_files",
+            "List files of the skill (glob), of build/ ('build/**') or of inputs/ ('inputs/**').",
+            ListFilesArgs,
+            list_files,
+        ),
+        Tool(
+            "read_file", "Read a text file from the skill root, build/ or inputs/.", ReadFileArgs, read_file
+        ),
+        Tool(
+            "template_expand",
+            "Render a Jinja2 template (sandboxed) with data; optionally write it to build/.",
+            TemplateExpandArgs,
+            template_expand,
+        ),
+        Tool(
+            "validate",
+            "Check a file/object against a JSON Schema, or build/ against contract rules "
+            "(no arguments: the expected outputs of this step).",
+            ValidateArgs,
+            validate,
+        ),
+        Tool(
+            "run_script",
+            "Run a skill script in the sandbox: stdin = args JSON, stdout = JSON; it may write "
+            "build/. No network.",
+            RunScriptArgs,
+            run_script,
+        ),
+        Tool(
+            "write_artifact",
+            "Write a text or base64 file under build/ (versioned).",
+            WriteArtifactArgs,
+            write_artifact,
+        ),
         Tool("summarize", "Extractive summary of a text or file.", SummarizeArgs, summarize),
         Tool("diff", "Compare two text files (skill root, build/ or inputs/).", DiffArgs, diff),
-        Tool("blackboard_put", "Store a small JSON value for later steps and later skills.", BlackboardPutArgs,
-             blackboard_put),
+        Tool(
+            "blackboard_put",
+            "Store a small JSON value for later steps and later skills.",
+            BlackboardPutArgs,
+            blackboard_put,
+        ),
         Tool("blackboard_get", "Read a value stored on the blackboard.", BlackboardGetArgs, blackboard_get),
-        Tool("finish", "Declare the outputs done; they are validated before the skill ends.", FinishArgs, finish),
+        Tool(
+            "finish",
+            "Declare the outputs done; they are validated before the skill ends.",
+            FinishArgs,
+            finish,
+        ),
     )
 }
 

@@ -61,7 +61,9 @@ class LocalBuildArea:
             )
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-        return BuildFile(path=clean_build_path(rel_path), size=len(data), sha256=hashlib.sha256(data).hexdigest())
+        return BuildFile(
+            path=clean_build_path(rel_path), size=len(data), sha256=hashlib.sha256(data).hexdigest()
+        )
 
     def read_file(self, rel_path: str, *, max_bytes: int = 10 * 1024 * 1024) -> bytes:
         target = self._path(rel_path)
@@ -106,7 +108,9 @@ class LocalBuildArea:
 class SandboxBuildArea:
     """``build/`` inside a sandbox job, opened on first use so a skill that never writes costs no container."""
 
-    def __init__(self, runner: Any, job_id: str, skill_root: Path, *, disk_mb: int, inputs_dir: Path | None) -> None:
+    def __init__(
+        self, runner: Any, job_id: str, skill_root: Path, *, disk_mb: int, inputs_dir: Path | None
+    ) -> None:
         self._runner = runner
         self._job_id = job_id
         self._skill_root = skill_root

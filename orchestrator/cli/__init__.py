@@ -27,15 +27,21 @@ def _root(
     ctx: typer.Context,
     config: Annotated[
         Path | None,
-        typer.Option("--config", envvar="ORCH_CONFIG", help="YAML settings file (a `skillruntime:` block is fine)."),
+        typer.Option(
+            "--config", envvar="ORCH_CONFIG", help="YAML settings file (a `skillruntime:` block is fine)."
+        ),
     ] = None,
-    log_level: Annotated[str, typer.Option("--log-level", envvar="ORCH_LOG_LEVEL", help="Log level.")] = "WARNING",
+    log_level: Annotated[
+        str, typer.Option("--log-level", envvar="ORCH_LOG_LEVEL", help="Log level.")
+    ] = "WARNING",
 ) -> None:
     ctx.obj = CliState(config_file=config, log_level=log_level)
 
 
 app.add_typer(skills.app, name="skills", help="List and inspect skills (L1 index, L2 body, L3 references).")
-app.add_typer(sandbox.app, name="sandbox", help="Run scripts in the Docker sandbox; build its image; reap orphans.")
+app.add_typer(
+    sandbox.app, name="sandbox", help="Run scripts in the Docker sandbox; build its image; reap orphans."
+)
 app.add_typer(bench.app, name="bench", help="Benchmarks that print JSON with side-by-side ratios.")
 app.command("run", help="Run a goal end to end (Plan -> Act -> Reflect) in this process.")(run.run_goal)
 app.command("validate", help="Validate an output folder: contract rules, then (with --model) semantics.")(

@@ -15,9 +15,7 @@ app = typer.Typer(no_args_is_help=True)
 @app.command("sandbox", help="Runner calls of one job vs `docker run --rm --network none`, alternating.")
 def sandbox_bench(
     ctx: typer.Context,
-    pairs: Annotated[
-        int, typer.Option("--pairs", min=1, help="Measured pairs (after 2 warm-up pairs).")
-    ] = 20,
+    pairs: Annotated[int, typer.Option("--pairs", min=1, help="Measured pairs (after 2 warm-up pairs).")] = 20,
     prewarm: Annotated[
         str,
         typer.Option("--prewarm", help="started (default) | created | off: how the next container waits."),

@@ -35,27 +35,40 @@ def _progress_printer(console: Console) -> Any:
 
 def run_goal(
     ctx: typer.Context,
-    goal: Annotated[str | None, typer.Argument(help="What you want; with a scripted model the scenario's goal "
-                                                    "is used when omitted.")] = None,
+    goal: Annotated[
+        str | None,
+        typer.Argument(help="What you want; with a scripted model the scenario's goal is used when omitted."),
+    ] = None,
     skills: Annotated[Path, typer.Option("--skills", help="Folder of skills (any depth).")] = Path("skills"),
-    out: Annotated[Path, typer.Option("--out", help="Output folder: results land here under their own names.")]
-    = Path("out"),
-    model: Annotated[str | None, typer.Option(
-        "--model", envvar="ORCH_MODEL", help="openai:NAME (OPENAI_API_KEY, OPENAI_BASE_URL) or scripted:PATH.")]
-    = None,
-    inputs: Annotated[list[Path] | None, typer.Option("--input", help="Input file for the skills (repeatable).")]
-    = None,
-    constraints: Annotated[list[str] | None, typer.Option("--constraint", help="Extra constraint (repeatable).")]
-    = None,
+    out: Annotated[
+        Path, typer.Option("--out", help="Output folder: results land here under their own names.")
+    ] = Path("out"),
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            envvar="ORCH_MODEL",
+            help="openai:NAME (OPENAI_API_KEY, OPENAI_BASE_URL) or scripted:PATH.",
+        ),
+    ] = None,
+    inputs: Annotated[
+        list[Path] | None, typer.Option("--input", help="Input file for the skills (repeatable).")
+    ] = None,
+    constraints: Annotated[
+        list[str] | None, typer.Option("--constraint", help="Extra constraint (repeatable).")
+    ] = None,
     qa_mode: Annotated[str | None, typer.Option("--qa-mode", help="final (default) | step | off")] = None,
-    zip_path: Annotated[Path | None, typer.Option("--zip", help="Also bundle the outputs into this ZIP file.")]
-    = None,
-    no_memo: Annotated[bool, typer.Option("--no-memo", help="Ignore and do not update the read cache/memo.")]
-    = False,
+    zip_path: Annotated[
+        Path | None, typer.Option("--zip", help="Also bundle the outputs into this ZIP file.")
+    ] = None,
+    no_memo: Annotated[
+        bool, typer.Option("--no-memo", help="Ignore and do not update the read cache/memo.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the overall result as JSON.")] = False,
 ) -> None:
     from orchestrator.workflow.models import GoalRequest
-    from orchestrator.workflow.run import bundle_zip, run_goal as run_workflow
+    from orchestrator.workflow.run import bundle_zip
+    from orchestrator.workflow.run import run_goal as run_workflow
     from orchestrator.workflow.runtime import build_runtime
 
     overrides: dict[str, Any] = {}
@@ -66,12 +79,16 @@ def run_goal(
         model_spec = model or settings.model.name
         goal_text = _goal_text(goal, model_spec)
         if not skills.is_dir():
-            raise ConfigError(f"skills folder not found: {skills}", where="cli",
-                              next_step="pass --skills DIR pointing at a folder of skills")
-        console = Console(stderr=True)
+            raise ConfigError(
+                f"skills folder not found: {skills}",
+                where="cli",
+                next_step="pass --skills DIR pointing at a folder of skills",
+            )
+        console = Console(stderr=True, soft_wrap=True)
         request = GoalRequest(goal=goal_text, inputs=inputs or [], constraints=constraints or [])
-        with build_runtime(settings, skills, model_spec, use_memo=not no_memo,
-                           on_event=_progress_printer(console)) as rt:
+        with build_runtime(
+            settings, skills, model_spec, use_memo=not no_memo, on_event=_progress_printer(console)
+        ) as rt:
             result = run_workflow(request, out, rt)
         if zip_path is not None:
             result.bundle = str(bundle_zip(result, zip_path))
@@ -103,18 +120,28 @@ def _save_evidence(result: Any, cache_dir: Path) -> str:
 
 
 def _print_human(result: Any) -> None:
-    console = Console()
+    console = Console(soft_wrap=True)
     colour = {"done": "green", "unmet": "yellow", "failed": "red"}[result.status]
     console.print(f"[bold {colour}]{result.status}[/] — {result.goal}")
     for item in result.stdout:
         sys.stdout.write(json.dumps(item, ensure_ascii=False, indent=2) + "\n")
     for a in result.artifacts:
-        console.print(f"  {result.out_dir}/{a.path}  {a.size} bytes  {a.mime}  sha256:{a.sha256[:12]}"
-                      + ("  (partial)" if a.partial else ""), highlight=False)
+        console.print(
+            f"  {result.out_dir}/{a.path}  {a.size} bytes  {a.mime}  sha256:{a.sha256[:12]}"
+            + ("  (partial)" if a.partial else ""),
+            highlight=False,
+        )
     if result.error:
-        console.print(f"[red]{result.error.where}: {result.error.message}[/] — next: {result.error.next_step}")
+        console.print(
+            f"[red]{result.error.where}: {result.error.message}[/] — next: {result.error.next_step}"
+        )
     for u in result.unmet:
-        console.print(f"[yellow]unmet[/] {u.what}: {u.why}" + (f" — next: {u.next_step}" if u.next_step else ""))
+        console.print(
+            f"[yellow]unmet[/] {u.what}: {u.why}" + (f" — next: {u.next_step}" if u.next_step else "")
+        )
     m = result.metrics
-    console.print(f"tokens in/out {m.tokens_in}/{m.tokens_out}, tool calls {m.tool_calls}, "
-                  f"{m.duration_ms} ms; evidence: {result.evidence_path}", highlight=False)
+    console.print(
+        f"tokens in/out {m.tokens_in}/{m.tokens_out}, tool calls {m.tool_calls}, "
+        f"{m.duration_ms} ms; evidence: {result.evidence_path}",
+        highlight=False,
+    )

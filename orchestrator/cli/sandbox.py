@@ -50,16 +50,12 @@ def run_cmd(
     script: Annotated[str, typer.Argument(help="Script path relative to the skill root (.py, .sh, .js).")],
     skill_root: Annotated[Path, typer.Option("--skill-root", help="The skill folder (mounted read-only).")],
     build: Annotated[Path, typer.Option("--build", help="Host folder that receives build/ after the call.")],
-    args: Annotated[
-        str, typer.Option("--args", help="Args JSON for the script's stdin (or @file.json).")
-    ] = "{}",
+    args: Annotated[str, typer.Option("--args", help="Args JSON for the script's stdin (or @file.json).")] = "{}",
     timeout: Annotated[float | None, typer.Option("--timeout", help="Wall-clock seconds.")] = None,
     memory_mb: Annotated[int | None, typer.Option("--memory-mb", help="Memory limit (no swap).")] = None,
     cpus: Annotated[float | None, typer.Option("--cpus", help="CPU quota.")] = None,
     disk_mb: Annotated[int | None, typer.Option("--disk-mb", help="Size of build/.")] = None,
-    inputs: Annotated[
-        Path | None, typer.Option("--inputs", help="Folder mounted read-only at /inputs.")
-    ] = None,
+    inputs: Annotated[Path | None, typer.Option("--inputs", help="Folder mounted read-only at /inputs.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     from orchestrator.sandbox.docker import SandboxRunner
@@ -77,9 +73,7 @@ def run_cmd(
             ) as job:
                 _seed_build(job, build)
                 try:
-                    result = job.run_script(
-                        script, payload, timeout_s=timeout or settings.limits.script_timeout_s
-                    )
+                    result = job.run_script(script, payload, timeout_s=timeout or settings.limits.script_timeout_s)
                 except SandboxRefused as e:
                     result = _refused(script, e)
                 job.export(build)
@@ -120,16 +114,14 @@ def build_image_cmd(
     base: Annotated[
         str, typer.Option("--base", help="auto | debootstrap (no registry) | public (debian:bookworm-slim).")
     ] = "auto",
-    force: Annotated[
-        bool, typer.Option("--force", help="Rebuild even if the same content is built.")
-    ] = False,
+    force: Annotated[bool, typer.Option("--force", help="Rebuild even if the same content is built.")] = False,
     wheelhouse: Annotated[
         Path | None, typer.Option("--wheelhouse", help="Use these wheels (air-gapped), not a download.")
     ] = None,
     rootfs: Annotated[Path | None, typer.Option("--rootfs", help="Debian rootfs folder to import.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    from orchestrator.sandbox.docker import connect
+    from orchestrator.sandbox.engine import connect
     from orchestrator.sandbox.image import build_image
 
     if base not in ("auto", "debootstrap", "public"):
@@ -161,7 +153,7 @@ def build_image_cmd(
 
 @app.command("tools", help="The tools the sandbox image provides (from its label).")
 def tools_cmd(ctx: typer.Context, as_json: JsonFlag = False) -> None:
-    from orchestrator.sandbox.docker import connect
+    from orchestrator.sandbox.engine import connect
     from orchestrator.sandbox.image import image_tools
 
     try:
@@ -179,15 +171,13 @@ def tools_cmd(ctx: typer.Context, as_json: JsonFlag = False) -> None:
 @app.command("reap", help="Remove containers and volumes left by dead processes.")
 def reap_cmd(
     ctx: typer.Context,
-    older_than: Annotated[
-        float, typer.Option("--older-than", help="Only resources older than S seconds.")
-    ] = 0,
+    older_than: Annotated[float, typer.Option("--older-than", help="Only resources older than S seconds.")] = 0,
     foreign_after: Annotated[
         float, typer.Option("--foreign-after", help="Resources of other hosts: only after S seconds.")
     ] = 3600,
     as_json: JsonFlag = False,
 ) -> None:
-    from orchestrator.sandbox.docker import connect, docker_errors
+    from orchestrator.sandbox.engine import connect, docker_errors
     from orchestrator.sandbox.reaper import reap_orphans
 
     try:

@@ -17,14 +17,11 @@ import secrets
 import select
 import shutil
 import socket
-import stat
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager, suppress
-from dataclasses import dataclass
+from contextlib import suppress
+from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal
@@ -38,6 +35,7 @@ from orchestrator.config import SandboxSettings
 from orchestrator.errors import SandboxError
 from orchestrator.logs import get_logger
 from orchestrator.sandbox import buildfs
+from orchestrator.sandbox.engine import BUILD_IMAGE_HINT, connect, default_work_dir, docker_errors, private_dir
 from orchestrator.sandbox.limits import (
     BUILD_DIR,
     INPUTS_MOUNT,
@@ -54,82 +52,15 @@ from orchestrator.sandbox.limits import (
 )
 from orchestrator.sandbox.models import BuildFile, ScriptResult
 from orchestrator.sandbox.reaper import FOREIGN_GRACE_S, labels, owner_id, reap_orphans
-from orchestrator.sandbox.streams import OutputCollector, pump, summarise_stderr
+from orchestrator.sandbox.results import script_result
+from orchestrator.sandbox.streams import OutputCollector, pump
 
 log = get_logger(__name__)
 
-BUILD_IMAGE_HINT = "python -m orchestrator sandbox build-image"
 HOLDER_BUILD = "/build"
 REAP_INTERVAL_S = 300.0
 SkillView = Literal["auto", "overlay", "copy"]
 Prewarm = Literal["started", "created", "off"]
-
-
-def connect(timeout_s: float = 60) -> docker.DockerClient:
-    """A client of the local engine (``DOCKER_HOST`` honoured), or a retryable :class:`SandboxError`."""
-    try:
-        client = docker.from_env(timeout=int(timeout_s))
-        client.ping()
-    except (docker.errors.DockerException, requests.exceptions.RequestException) as e:
-        raise SandboxError(
-            f"the Docker engine is not reachable: {e}",
-            where="sandbox:engine",
-            next_step="start the Docker daemon (or set DOCKER_HOST) and retry",
-            retryable=True,
-            code="engine_unreachable",
-        ) from e
-    return client
-
-
-@contextmanager
-def docker_errors(where: str) -> Iterator[None]:
-    """Translate Docker SDK failures into :class:`SandboxError` with ``retryable`` set by their kind."""
-    try:
-        yield
-    except SandboxError:
-        raise
-    except docker.errors.ImageNotFound as e:
-        raise SandboxError(
-            f"the sandbox image is missing: {e.explanation or e}",
-            where=where,
-            next_step=f"build it: {BUILD_IMAGE_HINT}",
-            retryable=False,
-            code="image_missing",
-        ) from e
-    except docker.errors.APIError as e:
-        raise SandboxError(
-            f"the Docker engine refused: {e.explanation or e}",
-            where=where,
-            next_step="check the engine (`docker info`) and retry",
-            retryable=e.is_server_error(),
-            code="engine_error",
-        ) from e
-    except (docker.errors.DockerException, requests.exceptions.RequestException, ConnectionError) as e:
-        raise SandboxError(
-            f"the Docker engine is not reachable: {e}",
-            where=where,
-            next_step="start the Docker daemon (or set DOCKER_HOST) and retry",
-            retryable=True,
-            code="engine_unreachable",
-        ) from e
-
-
-def default_work_dir() -> Path:
-    return Path(tempfile.gettempdir()) / f"orchestrator-sandbox-{os.geteuid()}"
-
-
-def _private_dir(path: Path) -> Path:
-    """Create (0700) or accept ``path`` only if it is a real folder of ours: it feeds mounts of every job."""
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    info = path.lstat()
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
-        raise SandboxError(
-            f"sandbox work folder {path} is not a folder owned by this user",
-            where="sandbox:setup",
-            next_step="remove it or pass another work_dir",
-            retryable=False,
-        )
-    return path
 
 
 class SandboxRunner:
@@ -149,7 +80,7 @@ class SandboxRunner:
         self.client = client or connect()
         self.api: docker.APIClient = self.client.api
         self.owner = owner_id()
-        self.work_dir = _private_dir(work_dir or default_work_dir())
+        self.work_dir = private_dir(work_dir or default_work_dir())
         self.skill_view: SkillView = skill_view
         self.prewarm: Prewarm = prewarm
         self.executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="sandbox")
@@ -237,10 +168,10 @@ class _Prepared:
     name: str
     sock: Any  # the attach socket (socket.SocketIO over the engine's connection)
     started: bool
+    raw: socket.socket = field(init=False)
 
-    @property
-    def raw(self) -> socket.socket:
-        return self.sock._sock  # type: ignore[no-any-return]
+    def __post_init__(self) -> None:
+        self.raw = self.sock._sock
 
     def dead(self) -> bool:
         """True if the engine already closed the stream (the container exited before its call)."""
@@ -255,6 +186,10 @@ class _Prepared:
             return True
 
     def close(self) -> None:
+        # shutdown, not just close: the HTTP response still holds the descriptor, and the engine must see the
+        # connection end (a kill waits on its copy into this socket while we no longer read).
+        with suppress(OSError):
+            self.raw.shutdown(socket.SHUT_RDWR)
         with suppress(OSError):
             self.raw.close()
         with suppress(OSError):
@@ -316,9 +251,7 @@ class SandboxJob:
     def _setup(self) -> None:
         started = time.perf_counter()
         with docker_errors(f"sandbox:setup:{self.name}"):
-            build = self._create_volume(
-                f"{self.name}-build", build_volume_options(self.disk_mb, self.settings.uid)
-            )
+            build = self._create_volume(f"{self.name}-build", build_volume_options(self.disk_mb, self.settings.uid))
             skill_mount = self._skill_mount()
             build_mount = Mount(HOLDER_BUILD, build, type="volume", no_copy=True)
             try:
@@ -333,13 +266,9 @@ class SandboxJob:
             mounts = [skill_mount, Mount(f"{SKILL_MOUNT}/{BUILD_DIR}", build, type="volume", no_copy=True)]
             if self.inputs_dir is not None:
                 mounts.append(Mount(INPUTS_MOUNT, str(self.inputs_dir), type="bind", read_only=True))
-            self._script_host_config = self._api.create_host_config(
-                **script_host_config(self.settings, mounts)
-            )
+            self._script_host_config = self._api.create_host_config(**script_host_config(self.settings, mounts))
         self.setup_ms = (time.perf_counter() - started) * 1000
-        log.info(
-            "sandbox.job_open", job=self.name, skill_view=self.skill_view, setup_ms=round(self.setup_ms, 1)
-        )
+        log.info("sandbox.job_open", job=self.name, skill_view=self.skill_view, setup_ms=round(self.setup_ms, 1))
         if self.runner.prewarm != "off":
             self._pending = self.runner.executor.submit(self._prepare)
 
@@ -370,15 +299,13 @@ class SandboxJob:
     def _copy_skill(self) -> Mount:
         """Fallback view: a per-job copy of the skill (symlinks copied as links, never followed)."""
         self.skill_view = "copy"
-        _private_dir(self.job_dir.parent)
+        private_dir(self.job_dir.parent)
         target = self.job_dir / "skill"
         shutil.copytree(
             self.skill_root,
             target,
             symlinks=True,
-            ignore=lambda folder, names: (
-                [BUILD_DIR] if Path(folder) == self.skill_root and BUILD_DIR in names else []
-            ),
+            ignore=lambda folder, names: [BUILD_DIR] if Path(folder) == self.skill_root and BUILD_DIR in names else [],
         )
         (target / BUILD_DIR).mkdir(exist_ok=True)
         for folder, _dirs, files in os.walk(target):
@@ -499,94 +426,56 @@ class SandboxJob:
         )
         return result
 
-    def _run(
-        self, prepared: _Prepared, command: ScriptCommand, payload: bytes, timeout_s: float
-    ) -> ScriptResult:
+    def _run(self, prepared: _Prepared, command: ScriptCommand, payload: bytes, timeout_s: float) -> ScriptResult:
         collector = OutputCollector(self.settings.stdout_limit_bytes, self.settings.stderr_max_lines)
         where = f"container:{prepared.name}"
         with docker_errors(where):
             if not prepared.started:
                 self._api.start(prepared.id)
             started = time.monotonic()
+            deadline = started + timeout_s
+            prepared.raw.settimeout(timeout_s)  # a script that never reads a large stdin must not block us
             try:
                 prepared.raw.sendall(command.launcher_header() + payload)
                 prepared.raw.shutdown(socket.SHUT_WR)  # EOF on the script's stdin
+                fed = True
+            except TimeoutError:
+                fed = False
             except OSError as e:
-                raise SandboxError(
-                    f"could not feed stdin to {prepared.name}: {e}", where=where, retryable=True
-                ) from e
-            outcome = pump(prepared.raw, collector, started + timeout_s)
+                raise SandboxError(f"could not feed stdin to {prepared.name}: {e}", where=where, retryable=True) from e
+            outcome = pump(prepared.raw, collector, deadline) if fed else "timeout"
+            exit_code: int | None = None
+            if outcome == "eof":  # output closed; a script that closed it early may still be running
+                try:
+                    exit_code = self._wait(prepared.id, max(deadline - time.monotonic(), 0.2))
+                except requests.exceptions.Timeout:
+                    outcome = "timeout"
             duration_ms = int((time.monotonic() - started) * 1000)
             if outcome != "eof":
+                prepared.close()  # first: the engine's kill waits for its copy into this socket to end
                 with suppress(docker.errors.APIError):
                     self._api.kill(prepared.id)
-                # The engine only reports the exit once its copy into our socket ends; we stopped reading.
-                prepared.close()
-            exit_code = self._api.wait(prepared.id, timeout=60).get("StatusCode")
+                exit_code = self._wait(prepared.id, 60)
             oom = False
             if outcome == "eof" and exit_code not in (0, None):
                 state = self._api.inspect_container(prepared.id)["State"]
                 oom = bool(state.get("OOMKilled")) or exit_code == 137
-        return self._result(
-            command, prepared.name, collector, outcome, exit_code, oom, duration_ms, timeout_s
+        return script_result(
+            self.settings,
+            self.disk_mb,
+            command,
+            prepared.name,
+            collector,
+            outcome,
+            exit_code,
+            oom,
+            duration_ms,
+            timeout_s,
         )
 
-    def _result(
-        self,
-        command: ScriptCommand,
-        container: str,
-        out: OutputCollector,
-        outcome: str,
-        exit_code: int | None,
-        oom: bool,
-        duration_ms: int,
-        timeout_s: float,
-    ) -> ScriptResult:
-        parsed, value = out.stdout_json()
-        violations: list[str] = []
-        reason: str | None = None
-        limit_mib = f"{self.settings.stdout_limit_bytes / 1048576:g} MiB"
-        if outcome == "timeout":
-            reason = f"timed out after {timeout_s:g}s"
-            violations.append(f"timeout: killed after {timeout_s:g}s")
-        elif outcome == "stdout_limit":
-            reason = f"stdout exceeded {limit_mib}"
-            violations.append(f"stdout_limit: more than {limit_mib} written to stdout; killed")
-        elif oom:
-            reason = f"out of memory ({self.settings.memory_mb} MiB)"
-            violations.append(f"memory_limit: killed by the kernel at {self.settings.memory_mb} MiB")
-        elif exit_code != 0:
-            reason = f"exit code {exit_code}"
-        elif not parsed:
-            reason = (
-                "stdout is not JSON" if out.stdout.strip() else "stdout is empty (a JSON value is expected)"
-            )
-        tail = out.stderr_tail
-        if reason is not None:
-            text = "\n".join(tail)
-            if "No space left on device" in text or "ENOSPC" in text:
-                violations.append(f"disk_limit: build/ is full ({self.disk_mb} MiB)")
-            if "Resource temporarily unavailable" in text or "BlockingIOError" in text or "EAGAIN" in text:
-                violations.append(f"pids_limit: at most {self.settings.pids_limit} processes")
-        return ScriptResult(
-            ok=reason is None,
-            exit_code=exit_code,
-            stdout_json=value if parsed else None,
-            stdout_text=out.stdout_text(),
-            stderr_summary=summarise_stderr(tail, out.stderr_lines),
-            stderr_lines=out.stderr_lines,
-            stderr_tail=tail,
-            duration_ms=duration_ms,
-            timed_out=outcome == "timeout",
-            oom_killed=oom,
-            violations=violations,
-            reason=reason,
-            script=command.script,
-            container=container,
-            command=command.argv,
-            stdout_bytes=out.stdout_bytes,
-            stderr_bytes=out.stderr_bytes,
-        )
+    def _wait(self, cid: str, timeout_s: float) -> int | None:
+        status = self._api.wait(cid, timeout=timeout_s).get("StatusCode")
+        return int(status) if status is not None else None
 
     def _discard(self, prepared: _Prepared) -> None:
         prepared.close()
@@ -635,9 +524,7 @@ class SandboxJob:
         """Bytes still free in ``build/`` (the tmpfs as the kernel counts it)."""
         code, out = self._exec_holder(["df", "-P", "-B1", HOLDER_BUILD])
         if code != 0:
-            raise SandboxError(
-                f"cannot measure build/: {out.strip()}", where=f"sandbox:{self.name}", retryable=True
-            )
+            raise SandboxError(f"cannot measure build/: {out.strip()}", where=f"sandbox:{self.name}", retryable=True)
         return int(out.strip().splitlines()[-1].split()[3])
 
     def write_file(self, rel_path: str, data: bytes) -> BuildFile:
@@ -650,9 +537,7 @@ class SandboxJob:
             raise self._disk_full(rel, len(data), free)
         try:
             with docker_errors(f"sandbox:write_file:{rel}"):
-                self._api.put_archive(
-                    self.holder, HOLDER_BUILD, buildfs.file_archive(rel, data, self.settings.uid)
-                )
+                self._api.put_archive(self.holder, HOLDER_BUILD, buildfs.file_archive(rel, data, self.settings.uid))
         except SandboxError as e:
             self._exec_holder(["rm", "-f", "--", f"{HOLDER_BUILD}/{rel}"])
             if "no space" in str(e).lower():
@@ -678,13 +563,9 @@ class SandboxJob:
             try:
                 chunks, path_stat = self._api.get_archive(self.holder, f"{HOLDER_BUILD}/{rel}")
             except docker.errors.NotFound as e:
-                raise SandboxError(
-                    f"build/{rel} does not exist", where=where, retryable=False, code="not_found"
-                ) from e
+                raise SandboxError(f"build/{rel} does not exist", where=where, retryable=False, code="not_found") from e
         if not buildfs.stat_is_regular(path_stat):
-            raise SandboxError(
-                f"build/{rel} is not a regular file", where=where, retryable=False, code="not_a_file"
-            )
+            raise SandboxError(f"build/{rel} is not a regular file", where=where, retryable=False, code="not_a_file")
         if int(path_stat.get("size", 0)) > max_bytes:
             raise SandboxError(
                 f"build/{rel} is {path_stat['size']} bytes, more than {max_bytes}",
@@ -734,6 +615,4 @@ class SandboxJob:
         if self.job_dir.exists():
             shutil.rmtree(self.job_dir, ignore_errors=True)
         if self._containers or self._volumes:
-            log.warning(
-                "sandbox.leftovers", job=self.name, containers=len(self._containers), volumes=self._volumes
-            )
+            log.warning("sandbox.leftovers", job=self.name, containers=len(self._containers), volumes=self._volumes)

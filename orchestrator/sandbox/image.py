@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, Literal
 
@@ -31,7 +32,7 @@ from packaging.version import InvalidVersion, Version
 from orchestrator.config import Settings
 from orchestrator.errors import ConfigError, ImageToolMissing, SandboxError
 from orchestrator.logs import get_logger
-from orchestrator.sandbox.docker import BUILD_IMAGE_HINT, docker_errors
+from orchestrator.sandbox.engine import BUILD_IMAGE_HINT, docker_errors
 from orchestrator.sandbox.models import ImageBuild
 
 log = get_logger(__name__)
@@ -72,9 +73,7 @@ def definition_dir() -> Path:
 
 def definition_files(folder: Path) -> list[Path]:
     """The files that shape the image: everything in the folder except documentation and the local wheelhouse."""
-    return sorted(
-        p for p in folder.iterdir() if p.is_file() and p.suffix != ".md" and not p.name.startswith(".")
-    )
+    return sorted(p for p in folder.iterdir() if p.is_file() and p.suffix != ".md" and not p.name.startswith("."))
 
 
 def content_hash(folder: Path, *, base: str, base_image: str, uid: int) -> str:
@@ -141,9 +140,7 @@ def missing_tools(tools: dict[str, str], required: Iterable[str]) -> list[str]:
     return missing
 
 
-def require_tools(
-    client: docker.DockerClient, image: str, required: Iterable[str], *, skill: str = ""
-) -> None:
+def require_tools(client: docker.DockerClient, image: str, required: Iterable[str], *, skill: str = "") -> None:
     """Raise :class:`ImageToolMissing` when the image lacks a tool a skill declares."""
     required = list(required)
     if not required:
@@ -215,7 +212,8 @@ def ensure_rootfs(cache_dir: Path, say: Progress, rootfs: Path | None = None) ->
             next_step="run as root with debootstrap installed, or use --base public on a machine with a registry",
             retryable=False,
         )
-    staging = Path(tempfile.mkdtemp(prefix="rootfs-", dir=target.parent if target.parent.exists() else None))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".rootfs-", dir=target.parent))  # same filesystem: rename is atomic
     say(f"debootstrap bookworm into {staging} (about a minute)")
     argv = ["debootstrap", "--variant=minbase", "--include=python3", "bookworm", str(staging), DEBIAN_MIRROR]
     done = subprocess.run(argv, capture_output=True, text=True, check=False)
@@ -227,7 +225,6 @@ def ensure_rootfs(cache_dir: Path, say: Progress, rootfs: Path | None = None) ->
             next_step=f"check that {DEBIAN_MIRROR} is reachable",
             retryable=True,
         )
-    target.parent.mkdir(parents=True, exist_ok=True)
     if target.exists():
         shutil.rmtree(target)
     staging.rename(target)
@@ -266,9 +263,7 @@ def ensure_public_base(client: docker.DockerClient, say: Progress) -> None:
 
 def wheel_platform() -> str:
     machine = platform.machine().lower()
-    return {"x86_64": "manylinux2014_x86_64", "amd64": "manylinux2014_x86_64"}.get(
-        machine, f"manylinux2014_{machine}"
-    )
+    return {"x86_64": "manylinux2014_x86_64", "amd64": "manylinux2014_x86_64"}.get(machine, f"manylinux2014_{machine}")
 
 
 def ensure_wheelhouse(folder: Path, cache_dir: Path, say: Progress, given: Path | None = None) -> Path:
@@ -439,9 +434,7 @@ def build_image(
         tools = probe_tools(client, built)
         labels = {LABEL_HASH: digest, LABEL_TOOLS: json.dumps(tools, sort_keys=True), LABEL_BASE: kind}
         previous = _image_id(client, image)
-        final = _stream_build(
-            client, say, fileobj=io.BytesIO(f"FROM {built}\n".encode()), tag=image, labels=labels
-        )
+        final = _stream_build(client, say, fileobj=io.BytesIO(f"FROM {built}\n".encode()), tag=image, labels=labels)
         if previous and previous != final:
             _remove_quietly(client, previous)
     result = ImageBuild(
@@ -473,10 +466,8 @@ def _image_id(client: docker.DockerClient, ref: str) -> str | None:
 
 
 def _remove_quietly(client: docker.DockerClient, image_id: str) -> None:
-    try:
+    with suppress(docker.errors.APIError):  # still used by a container or another tag: leave it
         client.api.remove_image(image_id)
-    except docker.errors.APIError:
-        pass  # still used by a container or another tag: leave it
 
 
 def _ms(started: float) -> int:

@@ -77,9 +77,7 @@ def resolve_script(skill_root: Path, script: str, allowed_extensions: Iterable[s
     """
     allowed = {ext.lower() for ext in allowed_extensions}
     if not script or not script.strip():
-        raise _refuse(
-            script, "empty_path", "no script path given", "name a script relative to the skill root"
-        )
+        raise _refuse(script, "empty_path", "no script path given", "name a script relative to the skill root")
     if _CONTROL.search(script) or "\\" in script:
         raise _refuse(
             script,
@@ -97,9 +95,7 @@ def resolve_script(skill_root: Path, script: str, allowed_extensions: Iterable[s
         )
     parts = [p for p in pure.parts if p != "."]
     if not parts:
-        raise _refuse(
-            script, "empty_path", "no script path given", "name a script relative to the skill root"
-        )
+        raise _refuse(script, "empty_path", "no script path given", "name a script relative to the skill root")
     if parts[0] == BUILD_DIR:
         raise _refuse(
             script,
@@ -133,9 +129,7 @@ def resolve_script(skill_root: Path, script: str, allowed_extensions: Iterable[s
             "run a script that lives inside the skill folder",
         )
     if not resolved.exists():
-        raise _refuse(
-            script, "not_found", f"script {script!r} does not exist in the skill", "list the skill's files"
-        )
+        raise _refuse(script, "not_found", f"script {script!r} does not exist in the skill", "list the skill's files")
     if not resolved.is_file():
         raise _refuse(script, "not_a_file", f"script {script!r} is not a regular file", "name a script file")
     target = resolved.relative_to(root).as_posix()

@@ -23,9 +23,7 @@ class ScriptResult(BaseModel):
     timed_out: bool = False
     oom_killed: bool = False
     violations: list[str] = Field(default_factory=list)
-    reason: str | None = Field(
-        None, description="why the call is not ok, in words a person or model can act on"
-    )
+    reason: str | None = Field(None, description="why the call is not ok, in words a person or model can act on")
     script: str = Field(..., description="script path relative to the skill root")
     container: str | None = None
     command: list[str] = Field(default_factory=list, description="the command the container ran")

@@ -61,9 +61,7 @@ def owner_alive(owner: str) -> bool | None:
     return True
 
 
-def labels(
-    prefix: str, *, owner: str, job: str, role: str, call: int | None = None, **extra: str
-) -> dict[str, str]:
+def labels(prefix: str, *, owner: str, job: str, role: str, call: int | None = None, **extra: str) -> dict[str, str]:
     out = {
         f"{prefix}.managed": "1",
         f"{prefix}.owner": owner,
@@ -109,9 +107,7 @@ def reap_orphans(
     folders: set[str] = set()
     for info in api.containers(all=True, filters={"label": managed}):
         info_labels = info.get("Labels") or {}
-        if not is_orphan(
-            info_labels, prefix, older_than_s=older_than_s, foreign_after_s=foreign_after_s, now=now
-        ):
+        if not is_orphan(info_labels, prefix, older_than_s=older_than_s, foreign_after_s=foreign_after_s, now=now):
             continue
         try:
             api.remove_container(info["Id"], force=True, v=False)
@@ -123,9 +119,7 @@ def reap_orphans(
     volumes: list[dict[str, Any]] = api.volumes(filters={"label": managed}).get("Volumes") or []
     for vol in volumes:
         vol_labels = vol.get("Labels") or {}
-        if not is_orphan(
-            vol_labels, prefix, older_than_s=older_than_s, foreign_after_s=foreign_after_s, now=now
-        ):
+        if not is_orphan(vol_labels, prefix, older_than_s=older_than_s, foreign_after_s=foreign_after_s, now=now):
             continue
         if _remove_volume(api, vol["Name"]):
             report.volumes.append(vol["Name"])

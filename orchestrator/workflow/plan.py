@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError
@@ -28,9 +29,16 @@ class PlanStep(BaseModel):
     outputs: list[PlannedOutput] = []
 
     def expected_outputs(self) -> ExpectedOutputs:
-        required = [RequiredFile.model_validate({"path": o.path.strip().removeprefix("./").removeprefix("build/"),
-                                                 "kind": _kind(o.kind), "slides": o.slides})
-                    for o in self.outputs]
+        required = [
+            RequiredFile.model_validate(
+                {
+                    "path": o.path.strip().removeprefix("./").removeprefix("build/"),
+                    "kind": _kind(o.kind),
+                    "slides": o.slides,
+                }
+            )
+            for o in self.outputs
+        ]
         return ExpectedOutputs(description=self.expected, rules=ContractRules(required=required))
 
 
@@ -48,8 +56,22 @@ class PlanOutcome(BaseModel):
     attempts: list[str] = []
 
 
-_KINDS = {"json", "yaml", "text", "markdown", "csv", "pptx", "docx", "xlsx", "pdf", "png", "jpeg", "html", "binary",
-          "any"}
+_KINDS = {
+    "json",
+    "yaml",
+    "text",
+    "markdown",
+    "csv",
+    "pptx",
+    "docx",
+    "xlsx",
+    "pdf",
+    "png",
+    "jpeg",
+    "html",
+    "binary",
+    "any",
+}
 
 
 def _kind(kind: str) -> Literal["any"] | str:
@@ -63,12 +85,21 @@ def catalog_text(skills: list[SkillSummary]) -> str:
     return "\n".join(f"- {s.id}: {s.name} — {s.description}" for s in skills)
 
 
-def make_plan(goal: str, skills: list[SkillSummary], model: ChatModel, *, inputs: list[str] = (),  # type: ignore[assignment]
-              constraints: list[str] = ()) -> PlanOutcome:  # type: ignore[assignment]
+def make_plan(
+    goal: str,
+    skills: list[SkillSummary],
+    model: ChatModel,
+    *,
+    inputs: Sequence[str] = (),
+    constraints: Sequence[str] = (),
+) -> PlanOutcome:  # type: ignore[assignment]
     """Ask the model for a plan; a malformed or unknown-skill answer is retried once with the reason."""
     if not skills:
-        raise WorkflowError("no usable skills were found", where="plan",
-                            next_step="check --skills DIR (python -m orchestrator skills list --root DIR)")
+        raise WorkflowError(
+            "no usable skills were found",
+            where="plan",
+            next_step="check --skills DIR (python -m orchestrator skills list --root DIR)",
+        )
     known = {s.id for s in skills}
     lines = [f"Goal: {goal}"]
     if inputs:
@@ -76,8 +107,10 @@ def make_plan(goal: str, skills: list[SkillSummary], model: ChatModel, *, inputs
     if constraints:
         lines.append("Constraints: " + "; ".join(constraints))
     lines.append("Skills catalog (L1):\n" + catalog_text(skills))
-    messages = [Message(role="system", content=load_prompt("plan_system")),
-                Message(role="user", content="\n".join(lines))]
+    messages = [
+        Message(role="system", content=load_prompt("plan_system")),
+        Message(role="user", content="\n".join(lines)),
+    ]
     outcome = PlanOutcome(plan=Plan(steps=[PlanStep(skill="-")]))
     started = time.monotonic()
     for attempt in range(2):
@@ -92,11 +125,19 @@ def make_plan(goal: str, skills: list[SkillSummary], model: ChatModel, *, inputs
             return outcome
         outcome.attempts.append(problem)
         if attempt == 0:
-            messages += [response.as_message(), Message(role="user", content=f"That plan cannot be used: {problem}. "
-                                                                               "Answer again with the JSON object only.")]
-    raise WorkflowError(f"the model gave no usable plan: {outcome.attempts[-1]}", where="plan",
-                        next_step="check that the skills' descriptions match the goal, or use a stronger model",
-                        attempts=outcome.attempts)
+            messages += [
+                response.as_message(),
+                Message(
+                    role="user",
+                    content=f"That plan cannot be used: {problem}. Answer again with the JSON object only.",
+                ),
+            ]
+    raise WorkflowError(
+        f"the model gave no usable plan: {outcome.attempts[-1]}",
+        where="plan",
+        next_step="check that the skills' descriptions match the goal, or use a stronger model",
+        attempts=outcome.attempts,
+    )
 
 
 def _call(model: ChatModel, messages: list[Message]) -> ModelResponse:

@@ -13,16 +13,16 @@ import shutil
 import time
 import uuid
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orchestrator.act.blackboard import Blackboard
 from orchestrator.act.engine import execute_skill
+from orchestrator.act.evidence import artifact_type
 from orchestrator.act.memo import MemoStore
 from orchestrator.act.models import ActRequest, ActResult, Artifact, Unmet
-from orchestrator.act.evidence import artifact_type
 from orchestrator.config import Settings
 from orchestrator.errors import OrchestratorError, WorkflowError
 from orchestrator.llm.interface import ChatModel
@@ -67,8 +67,11 @@ def start_goal(request: GoalRequest, out_dir: Path, settings: Settings) -> GoalS
     inputs_dir.mkdir(parents=True, exist_ok=True)
     for path in request.inputs:
         if not path.is_file():
-            raise WorkflowError(f"input file not found: {path}", where="inputs",
-                                next_step="pass existing files with --input PATH")
+            raise WorkflowError(
+                f"input file not found: {path}",
+                where="inputs",
+                next_step="pass existing files with --input PATH",
+            )
         shutil.copyfile(path, inputs_dir / path.name)
     out_dir.mkdir(parents=True, exist_ok=True)
     return GoalState(request=request, job_id=job_id, out_dir=out_dir.resolve(), work_dir=work_dir)
@@ -77,18 +80,31 @@ def start_goal(request: GoalRequest, out_dir: Path, settings: Settings) -> GoalS
 def plan_goal(state: GoalState, rt: Runtime) -> GoalState:
     rt.emit("plan.started", job=state.job_id, goal=state.request.goal)
     inputs = sorted(p.name for p in (state.work_dir / "inputs").iterdir())
-    outcome = make_plan(state.request.goal, rt.library.l1_index(), rt.model, inputs=inputs,
-                        constraints=state.request.constraints)
+    outcome = make_plan(
+        state.request.goal,
+        rt.library.l1_index(),
+        rt.model,
+        inputs=inputs,
+        constraints=state.request.constraints,
+    )
     state.plan = outcome.plan
-    state.plan_metrics = GoalMetrics(tokens_in=outcome.tokens_in, tokens_out=outcome.tokens_out,
-                                     model_calls=outcome.model_calls, duration_ms=outcome.duration_ms)
+    state.plan_metrics = GoalMetrics(
+        tokens_in=outcome.tokens_in,
+        tokens_out=outcome.tokens_out,
+        model_calls=outcome.model_calls,
+        duration_ms=outcome.duration_ms,
+    )
     state.plan_metrics.disclosure["l1"] = len(rt.library.l1_index())
-    rt.emit("plan.done", job=state.job_id, steps=[s.skill for s in outcome.plan.steps],
-            tokens=outcome.tokens_in + outcome.tokens_out)
+    rt.emit(
+        "plan.done",
+        job=state.job_id,
+        steps=[s.skill for s in outcome.plan.steps],
+        tokens=outcome.tokens_in + outcome.tokens_out,
+    )
     return state
 
 
-def act_step(state: GoalState, index: int, rt: Runtime, *, feedback: list[str] = ()) -> GoalState:  # type: ignore[assignment]
+def act_step(state: GoalState, index: int, rt: Runtime, *, feedback: Sequence[str] = ()) -> GoalState:
     """Run step ``index`` of the plan; its outputs go to the output folder and become inputs of later steps."""
     assert state.plan is not None
     step = state.plan.steps[index]
@@ -98,13 +114,27 @@ def act_step(state: GoalState, index: int, rt: Runtime, *, feedback: list[str] =
     board = Blackboard.from_snapshot(state.blackboard)
     constraints = [*state.request.constraints, *feedback]
     request = ActRequest(
-        goal=state.request.goal, skill_id=step.skill, expected=step.expected_outputs(), constraints=constraints,
-        inputs_dir=state.work_dir / "inputs", budgets=rt.settings.limits, qa_mode=rt.settings.qa.mode,
+        goal=state.request.goal,
+        skill_id=step.skill,
+        expected=step.expected_outputs(),
+        constraints=constraints,
+        inputs_dir=state.work_dir / "inputs",
+        budgets=rt.settings.limits,
+        qa_mode=rt.settings.qa.mode,
         job_id=f"{state.job_id}-{index}",
     )
     rt.emit("act.started", job=state.job_id, step=index, skill=step.skill)
-    result = execute_skill(request, model=rt.model, library=rt.library, settings=rt.settings, out_dir=step_dir,
-                           sandbox=rt.sandbox, blackboard=board, store=rt.store, available_tools=rt.available_tools)
+    result = execute_skill(
+        request,
+        model=rt.model,
+        library=rt.library,
+        settings=rt.settings,
+        out_dir=step_dir,
+        sandbox=rt.sandbox,
+        blackboard=board,
+        store=rt.store,
+        available_tools=rt.available_tools,
+    )
     for rel in _publish(step_dir, state.out_dir, state.work_dir / "inputs"):
         if rel not in state.published:
             state.published.append(rel)
@@ -113,8 +143,15 @@ def act_step(state: GoalState, index: int, rt: Runtime, *, feedback: list[str] =
         state.results[index] = result
     else:
         state.results.append(result)
-    rt.emit("act.done", job=state.job_id, step=index, skill=step.skill, status=result.status,
-            exit_reason=result.exit_reason, tool_calls=result.metrics.tool_calls)
+    rt.emit(
+        "act.done",
+        job=state.job_id,
+        step=index,
+        skill=step.skill,
+        status=result.status,
+        exit_reason=result.exit_reason,
+        tool_calls=result.metrics.tool_calls,
+    )
     return state
 
 
@@ -139,8 +176,10 @@ def reflect_goal(state: GoalState, rt: Runtime) -> GoalResult:
     for index, result in enumerate(list(state.results)):
         if result.status == "unmet" and index not in state.retried and _has_budget(result):
             state.retried.append(index)
-            feedback = [f"A previous attempt ended ({result.exit_reason}): "
-                        + "; ".join(f"{u.what}: {u.why}" for u in result.unmet)[:600]]
+            feedback = [
+                f"A previous attempt ended ({result.exit_reason}): "
+                + "; ".join(f"{u.what}: {u.why}" for u in result.unmet)[:600]
+            ]
             rt.emit("reflect.retry", job=state.job_id, step=index, skill=result.skill_id)
             act_step(state, index, rt, feedback=feedback)
     report = _final_validation(state, rt)
@@ -158,13 +197,27 @@ def _final_validation(state: GoalState, rt: Runtime) -> ValidationReport | None:
     rules = ContractRules()
     for step in state.plan.steps:
         rules = rules.merged(step.expected_outputs().rules)
-    description = "\n".join([f"Goal: {state.request.goal}", *[f"- {s.skill}: {s.expected}" for s in state.plan.steps],
-                             *[f"Evaluation: {e}" for e in state.plan.evaluation]])
+    description = "\n".join(
+        [
+            f"Goal: {state.request.goal}",
+            *[f"- {s.skill}: {s.expected}" for s in state.plan.steps],
+            *[f"Evaluation: {e}" for e in state.plan.evaluation],
+        ]
+    )
     acts_done = all(r.status == "done" for r in state.results)
-    report = validate_outputs(state.out_dir, ExpectedOutputs(description=description, rules=rules),
-                              model=rt.model if acts_done else None, qa_mode=rt.settings.qa.mode)
-    rt.emit("validate.done", job=state.job_id, passed=report.pass_, stage=report.stage,
-            violations=len(report.violations))
+    report = validate_outputs(
+        state.out_dir,
+        ExpectedOutputs(description=description, rules=rules),
+        model=rt.model if acts_done else None,
+        qa_mode=rt.settings.qa.mode,
+    )
+    rt.emit(
+        "validate.done",
+        job=state.job_id,
+        passed=report.pass_,
+        stage=report.stage,
+        violations=len(report.violations),
+    )
     return report
 
 
@@ -198,14 +251,27 @@ def _result(state: GoalState, report: ValidationReport | None) -> GoalResult:
     else:
         status = "unmet"
     if report is not None and not report.pass_ and statuses == {"done"}:
-        unmet += [Unmet(what=v, why=f"final {report.stage} check", next_step="refine the goal or the skill")
-                  for v in (report.missing + report.violations) or [report.rationale]]
+        unmet += [
+            Unmet(what=v, why=f"final {report.stage} check", next_step="refine the goal or the skill")
+            for v in (report.missing + report.violations) or [report.rationale]
+        ]
     partial = status != "done"
-    artifacts = catalog(state.out_dir, state.published, partial=partial,
-                        versions=Blackboard.from_snapshot(state.blackboard))
-    return GoalResult(job_id=state.job_id, goal=state.request.goal, status=status, artifacts=artifacts,
-                      validation=report, metrics=metrics, plan=state.plan, skills=state.results, unmet=unmet,
-                      stdout=stdout, out_dir=str(state.out_dir))
+    artifacts = catalog(
+        state.out_dir, state.published, partial=partial, versions=Blackboard.from_snapshot(state.blackboard)
+    )
+    return GoalResult(
+        job_id=state.job_id,
+        goal=state.request.goal,
+        status=status,
+        artifacts=artifacts,
+        validation=report,
+        metrics=metrics,
+        plan=state.plan,
+        skills=state.results,
+        unmet=unmet,
+        stdout=stdout,
+        out_dir=str(state.out_dir),
+    )
 
 
 def catalog(out_dir: Path, published: list[str], *, partial: bool, versions: Blackboard) -> list[Artifact]:
@@ -216,10 +282,18 @@ def catalog(out_dir: Path, published: list[str], *, partial: bool, versions: Bla
         if path.is_file() and not path.is_symlink():
             data = path.read_bytes()
             version = versions.latest(rel)
-            items.append(Artifact(path=rel, type=artifact_type(rel),
-                                  mime=mimetypes.guess_type(rel)[0] or "application/octet-stream", size=len(data),
-                                  sha256=hashlib.sha256(data).hexdigest(), version=version.label if version else "",
-                                  partial=partial, metadata={"skill": version.skill_id} if version else {}))
+            items.append(
+                Artifact(
+                    path=rel,
+                    type=artifact_type(rel),
+                    mime=mimetypes.guess_type(rel)[0] or "application/octet-stream",
+                    size=len(data),
+                    sha256=hashlib.sha256(data).hexdigest(),
+                    version=version.label if version else "",
+                    partial=partial,
+                    metadata={"skill": version.skill_id} if version else {},
+                )
+            )
     return items
 
 
@@ -244,14 +318,28 @@ def run_goal(request: GoalRequest, out_dir: Path, rt: Runtime) -> GoalResult:
         result = reflect_goal(state, rt)
     except OrchestratorError as e:
         rt.emit("goal.failed", job=state.job_id, where=e.where, error=e.message)
-        result = _result(state, None) if state.plan is not None else GoalResult(
-            job_id=state.job_id, goal=request.goal, status="failed", out_dir=str(state.out_dir),
-            metrics=state.plan_metrics)
+        result = (
+            _result(state, None)
+            if state.plan is not None
+            else GoalResult(
+                job_id=state.job_id,
+                goal=request.goal,
+                status="failed",
+                out_dir=str(state.out_dir),
+                metrics=state.plan_metrics,
+            )
+        )
         result.status = "failed"
         result.error = GoalError(where=e.where or "workflow", message=e.message, next_step=e.next_step or "")
     result.metrics.duration_ms = int((time.monotonic() - started) * 1000)
-    rt.emit("goal.done", job=state.job_id, status=result.status, tokens_in=result.metrics.tokens_in,
-            tokens_out=result.metrics.tokens_out, tool_calls=result.metrics.tool_calls)
+    rt.emit(
+        "goal.done",
+        job=state.job_id,
+        status=result.status,
+        tokens_in=result.metrics.tokens_in,
+        tokens_out=result.metrics.tokens_out,
+        tool_calls=result.metrics.tool_calls,
+    )
     return result
 
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import threading
-from contextlib import contextmanager
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -42,15 +42,32 @@ class LazySandbox:
 
 
 @contextmanager
-def build_runtime(settings: Settings, skills_root: Path, model_spec: str, *, use_memo: bool = True,
-                  on_event: EventSink | None = None) -> Iterator[Runtime]:
+def build_runtime(
+    settings: Settings,
+    skills_root: Path,
+    model_spec: str,
+    *,
+    use_memo: bool = True,
+    on_event: EventSink | None = None,
+) -> Iterator[Runtime]:
     """A ready ``Runtime``; the model (and a scripted server) is closed on exit."""
     from orchestrator.llm.factory import open_model
 
-    library = SkillLibrary(skills_root, l2_max_tokens=settings.disclosure.l2_max_tokens, cache=ReadCache(),
-                           work_dirs=RUNTIME_WORK_DIRS)
+    library = SkillLibrary(
+        skills_root,
+        l2_max_tokens=settings.disclosure.l2_max_tokens,
+        cache=ReadCache(),
+        work_dirs=RUNTIME_WORK_DIRS,
+    )
     sandbox = LazySandbox(settings)
     store = MemoStore(settings.cache_dir / "store") if use_memo else None
     with open_model(model_spec, settings.model) as model:
-        yield Runtime(settings=settings, model=model, library=library, sandbox=sandbox, store=store,
-                      available_tools=sandbox.image_tools, on_event=on_event or (lambda name, data: None))
+        yield Runtime(
+            settings=settings,
+            model=model,
+            library=library,
+            sandbox=sandbox,
+            store=store,
+            available_tools=sandbox.image_tools,
+            on_event=on_event or (lambda name, data: None),
+        )

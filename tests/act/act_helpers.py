@@ -32,8 +32,22 @@ def act(
     inputs_dir: Path | None = None,
     qa_mode: str = "final",
 ) -> ActResult:
-    request = ActRequest(goal="test goal", skill_id=skill_id, expected=expected or ExpectedOutputs(),
-                         budgets=budgets or Budgets(), qa_mode=qa_mode, job_id="orchtest-act",  # type: ignore[arg-type]
-                         inputs_dir=inputs_dir)
-    return execute_skill(request, model=model, library=SkillLibrary(skills_root), settings=settings,  # type: ignore[arg-type]
-                         out_dir=out_dir, sandbox=sandbox, blackboard=Blackboard(), store=store)
+    request = ActRequest(
+        goal="test goal",
+        skill_id=skill_id,
+        expected=expected or ExpectedOutputs(),
+        budgets=budgets or Budgets(),
+        qa_mode=qa_mode,
+        job_id="orchtest-act",  # type: ignore[arg-type]
+        inputs_dir=inputs_dir,
+    )
+    return execute_skill(
+        request,
+        model=model,
+        library=SkillLibrary(skills_root),
+        settings=settings,  # type: ignore[arg-type]
+        out_dir=out_dir,
+        sandbox=sandbox,
+        blackboard=Blackboard(),
+        store=store,
+    )

@@ -22,14 +22,21 @@ def skills_root(tmp_path: Path) -> Path:
 def write_skill(skills_root: Path) -> SkillWriter:
     """write_skill("notes", body, files={"scripts/x.py": "..."}) creates skills/notes/SKILL.md and the files."""
 
-    def write(skill_id: str, body: str, *, description: str = "A test skill.", files: dict[str, str] | None = None,
-              frontmatter: str = "") -> Path:
+    def write(
+        skill_id: str,
+        body: str,
+        *,
+        description: str = "A test skill.",
+        files: dict[str, str] | None = None,
+        frontmatter: str = "",
+    ) -> Path:
         folder = skills_root / skill_id
         folder.mkdir(parents=True, exist_ok=True)
         name = skill_id.rsplit("/", 1)[-1]
         (folder / "SKILL.md").write_text(
             f"---\nname: {name}\ndescription: {description}\n{frontmatter}---\n\n{textwrap.dedent(body)}",
-            encoding="utf-8")
+            encoding="utf-8",
+        )
         for rel, text in (files or {}).items():
             target = folder / rel
             target.parent.mkdir(parents=True, exist_ok=True)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
+from act_helpers import act, expect_files
+
 from orchestrator.config import Budgets
 from orchestrator.testing import ScriptedModel, text_response, tool_call_response
-
-from act_helpers import act, expect_files
 
 MAKE_REPORT = """\
 import json, sys
@@ -22,19 +22,32 @@ print(json.dumps({"written": "build/report.json", "total": sum(args["rows"])}))
 
 
 def _report_skill(write_skill):  # noqa: ANN001, ANN202
-    return write_skill("report", "Run `scripts/make_report.py` with {\"rows\": [numbers]}.",
-                       files={"scripts/make_report.py": MAKE_REPORT})
+    return write_skill(
+        "report",
+        'Run `scripts/make_report.py` with {"rows": [numbers]}.',
+        files={"scripts/make_report.py": MAKE_REPORT},
+    )
 
 
-def test_a_skill_with_a_script_runs_to_a_validated_artifact(write_skill, skills_root, settings, sandbox_runner,
-                                                            tmp_path):
+def test_a_skill_with_a_script_runs_to_a_validated_artifact(
+    write_skill, skills_root, settings, sandbox_runner, tmp_path
+):
     _report_skill(write_skill)
-    model = ScriptedModel([
-        tool_call_response("run_script", path="scripts/make_report.py", args={"rows": [1, 2, 3]}),
-        tool_call_response("finish", summary="report", outputs=["build/report.json"]),
-    ])
-    result = act("report", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out",
-                 expected=expect_files("report.json", kind="json"), sandbox=sandbox_runner)
+    model = ScriptedModel(
+        [
+            tool_call_response("run_script", path="scripts/make_report.py", args={"rows": [1, 2, 3]}),
+            tool_call_response("finish", summary="report", outputs=["build/report.json"]),
+        ]
+    )
+    result = act(
+        "report",
+        model,
+        skills_root=skills_root,
+        settings=settings,
+        out_dir=tmp_path / "out",
+        expected=expect_files("report.json", kind="json"),
+        sandbox=sandbox_runner,
+    )
     model.assert_all_used()
     assert result.status == "done", result.unmet
     assert json.loads((tmp_path / "out" / "report.json").read_text()) == {"rows": [1, 2, 3], "total": 6}
@@ -47,19 +60,29 @@ def test_a_skill_with_a_script_runs_to_a_validated_artifact(write_skill, skills_
     assert result.stdout_results == [{"written": "build/report.json", "total": 6}]
 
 
-def test_a_failed_script_gets_exactly_one_informed_retry(write_skill, skills_root, settings, sandbox_runner,
-                                                         tmp_path):
+def test_a_failed_script_gets_exactly_one_informed_retry(
+    write_skill, skills_root, settings, sandbox_runner, tmp_path
+):
     _report_skill(write_skill)
-    model = ScriptedModel([
-        tool_call_response("run_script", path="scripts/make_report.py", args={}),
-        tool_call_response("run_script", path="scripts/make_report.py", args={"rows": None}),
-        text_response("The script needs rows; none are available."),  # the Micro-Reflect
-        tool_call_response("run_script", path="scripts/make_report.py", args={"rows": [1]}),
-        tool_call_response("finish", summary="could not"),
-        tool_call_response("finish", summary="could not"),
-    ])
-    result = act("report", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out",
-                 expected=expect_files("report.json", kind="json"), sandbox=sandbox_runner)
+    model = ScriptedModel(
+        [
+            tool_call_response("run_script", path="scripts/make_report.py", args={}),
+            tool_call_response("run_script", path="scripts/make_report.py", args={"rows": None}),
+            text_response("The script needs rows; none are available."),  # the Micro-Reflect
+            tool_call_response("run_script", path="scripts/make_report.py", args={"rows": [1]}),
+            tool_call_response("finish", summary="could not"),
+            tool_call_response("finish", summary="could not"),
+        ]
+    )
+    result = act(
+        "report",
+        model,
+        skills_root=skills_root,
+        settings=settings,
+        out_dir=tmp_path / "out",
+        expected=expect_files("report.json", kind="json"),
+        sandbox=sandbox_runner,
+    )
     model.assert_all_used()
     tool_results = [json.loads(m.content or "") for m in model.calls[-1].messages if m.role == "tool"]
     first, retry, refused = tool_results[:3]
@@ -70,35 +93,63 @@ def test_a_failed_script_gets_exactly_one_informed_retry(write_skill, skills_roo
     assert result.metrics.containers == 2 and result.status == "unmet"
 
 
-def test_a_script_past_its_timeout_is_killed_and_reported(write_skill, skills_root, settings, sandbox_runner,
-                                                          tmp_path):
+def test_a_script_past_its_timeout_is_killed_and_reported(
+    write_skill, skills_root, settings, sandbox_runner, tmp_path
+):
     write_skill("slow", "Run `scripts/slow.sh`.", files={"scripts/slow.sh": "sleep 30\n"})
-    model = ScriptedModel([tool_call_response("run_script", path="scripts/slow.sh"),
-                           tool_call_response("finish", summary="timed out")])
-    act("slow", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out", qa_mode="off",
-        budgets=Budgets(script_timeout_s=1), sandbox=sandbox_runner)
+    model = ScriptedModel(
+        [
+            tool_call_response("run_script", path="scripts/slow.sh"),
+            tool_call_response("finish", summary="timed out"),
+        ]
+    )
+    act(
+        "slow",
+        model,
+        skills_root=skills_root,
+        settings=settings,
+        out_dir=tmp_path / "out",
+        qa_mode="off",
+        budgets=Budgets(script_timeout_s=1),
+        sandbox=sandbox_runner,
+    )
     reply = json.loads(model.calls[1].messages[-1].content or "")
     assert reply["ok"] is False and reply["timed_out"] is True
 
 
-def test_traceback_source_lines_are_hidden_from_the_model(write_skill, skills_root, settings, sandbox_runner,
-                                                          tmp_path):
-    write_skill("boom", "Run `scripts/boom.py`.",
-                files={"scripts/boom.py": "def explode_with_a_distinctive_name():\n"
-                                          "    raise ValueError('kaboom happened here')\n"
-                                          "explode_with_a_distinctive_name()\n"})
-    model = ScriptedModel([tool_call_response("run_script", path="scripts/boom.py"),
-                           tool_call_response("finish", summary="x")])
-    act("boom", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out", qa_mode="off",
-        sandbox=sandbox_runner)
+def test_traceback_source_lines_are_hidden_from_the_model(
+    write_skill, skills_root, settings, sandbox_runner, tmp_path
+):
+    write_skill(
+        "boom",
+        "Run `scripts/boom.py`.",
+        files={
+            "scripts/boom.py": "def explode_with_a_distinctive_name():\n"
+            "    raise ValueError('kaboom happened here')\n"
+            "explode_with_a_distinctive_name()\n"
+        },
+    )
+    model = ScriptedModel(
+        [tool_call_response("run_script", path="scripts/boom.py"), tool_call_response("finish", summary="x")]
+    )
+    act(
+        "boom",
+        model,
+        skills_root=skills_root,
+        settings=settings,
+        out_dir=tmp_path / "out",
+        qa_mode="off",
+        sandbox=sandbox_runner,
+    )
     reply = json.loads(model.calls[1].messages[-1].content or "")
     assert "ValueError: kaboom happened here" in reply["stderr_summary"]
     assert "raise ValueError" not in reply["stderr_summary"]
     assert "explode_with_a_distinctive_name()" not in reply["stderr_summary"].replace("in explode", "")
 
 
-def test_a_declared_tool_missing_from_the_image_is_refused_before_any_model_call(write_skill, skills_root,
-                                                                                 settings, tmp_path):
+def test_a_declared_tool_missing_from_the_image_is_refused_before_any_model_call(
+    write_skill, skills_root, settings, tmp_path
+):
     from orchestrator.act.blackboard import Blackboard
     from orchestrator.act.engine import execute_skill
     from orchestrator.act.models import ActRequest
@@ -106,8 +157,14 @@ def test_a_declared_tool_missing_from_the_image_is_refused_before_any_model_call
 
     write_skill("needs", "Needs ffmpeg.", frontmatter="metadata:\n  requires-tools: [ffmpeg]\n")
     model = ScriptedModel([])
-    result = execute_skill(ActRequest(goal="g", skill_id="needs"), model=model, library=SkillLibrary(skills_root),
-                           settings=settings, out_dir=tmp_path / "out", blackboard=Blackboard(),
-                           available_tools=lambda: {"python3": "3.11", "node": "18"})
+    result = execute_skill(
+        ActRequest(goal="g", skill_id="needs"),
+        model=model,
+        library=SkillLibrary(skills_root),
+        settings=settings,
+        out_dir=tmp_path / "out",
+        blackboard=Blackboard(),
+        available_tools=lambda: {"python3": "3.11", "node": "18"},
+    )
     assert result.status == "failed" and result.exit_reason == "missing_tool"
     assert "ffmpeg" in result.unmet[0].why and model.calls == []

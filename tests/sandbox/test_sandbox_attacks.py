@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import resource
 import time
 from pathlib import Path
@@ -206,9 +207,7 @@ json.dump({"children": children, "error": error}, sys.stdout)
 
 
 def test_a_memory_bomb_is_oom_killed_and_reported(make_skill, open_job, sandbox_settings):
-    root = make_skill(
-        {"hog.py": "chunks = []\nwhile True:\n    chunks.append(bytearray(16 * 1024 * 1024))\n"}
-    )
+    root = make_skill({"hog.py": "chunks = []\nwhile True:\n    chunks.append(bytearray(16 * 1024 * 1024))\n"})
     result = open_job(root).run_script("hog.py", timeout_s=20)
     assert result.oom_killed and not result.ok and not result.timed_out
     assert result.reason == f"out of memory ({sandbox_settings.memory_mb} MiB)"
@@ -227,6 +226,22 @@ def test_a_sleep_past_the_timeout_is_killed(make_skill, open_job):
     root = make_skill({"nap.sh": "sleep 60\n"})
     result = open_job(root).run_script("nap.sh", timeout_s=1)
     assert result.timed_out and 900 <= result.duration_ms < 4000
+
+
+def test_closing_stdout_and_lingering_is_still_killed_at_the_timeout(make_skill, open_job):
+    root = make_skill({"linger.sh": "exec >&- 2>&-\nsleep 60\n"})
+    started = time.monotonic()
+    result = open_job(root).run_script("linger.sh", timeout_s=1)
+    assert time.monotonic() - started < 5
+    assert result.timed_out and result.reason == "timed out after 1s"
+
+
+def test_a_script_that_never_reads_a_large_stdin_still_times_out(make_skill, open_job):
+    root = make_skill({"deaf.sh": "sleep 60\n"})
+    started = time.monotonic()
+    result = open_job(root).run_script("deaf.sh", {"blob": "x" * (8 * 1024 * 1024)}, timeout_s=1)
+    assert time.monotonic() - started < 6
+    assert result.timed_out
 
 
 def test_the_cpu_quota_is_enforced(make_skill, sandbox_settings, docker_client, tmp_path):
@@ -270,11 +285,7 @@ def test_a_background_process_does_not_outlive_its_call(make_skill, open_job, do
     job = open_job(root)
     result = job.run_script("daemon.py")
     assert result.ok
-    state = (
-        docker_client.api.inspect_container(result.container)["State"]
-        if _exists(docker_client, result)
-        else None
-    )
+    state = docker_client.api.inspect_container(result.container)["State"] if _exists(docker_client, result) else None
     assert state is None or not state["Running"]
     assert not _host_processes_with(marker)
 

@@ -8,11 +8,10 @@ from pptx import Presentation
 from pptx.dml.color import RGBColor
 from pptx.util import Inches, Pt
 
-DEFAULT_BRAND = {
-    "colors": {"primary": "#1F2A44", "text": "#222222", "background": "#FFFFFF"},
-    "fonts": {"heading": "Arial", "body": "Arial"},
-    "sizes_pt": {"title": 36, "body": 20},
-}
+DEFAULT_BRAND = dict(
+    colors={"primary": "#1F2A44", "text": "#222222", "background": "#FFFFFF"},
+    fonts={"heading": "Arial", "body": "Arial"},
+    sizes_pt={"title": 36, "body": 20})
 
 
 def die(message):

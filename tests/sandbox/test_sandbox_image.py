@@ -1,0 +1,74 @@
+"""The sandbox image: its tool list, refusing skills that need more, and the libraries really working inside."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from orchestrator.config import load_settings
+from orchestrator.errors import ImageToolMissing
+from orchestrator.sandbox.image import build_image, image_tools, require_tools
+
+DOCUMENT_LIBRARIES = (
+    "python-pptx",
+    "openpyxl",
+    "python-docx",
+    "pypdf",
+    "Pillow",
+    "lxml",
+    "reportlab",
+    "Jinja2",
+)
+
+
+def test_the_image_lists_its_tools(docker_client, sandbox_image):
+    tools = image_tools(docker_client, sandbox_image)
+    assert tools["python3"].startswith("3.11")
+    assert tools["node"].split(".")[0].isdigit() and "bash" in tools and "coreutils" in tools
+    assert set(DOCUMENT_LIBRARIES) <= set(tools)
+
+
+def test_a_skill_needing_a_missing_tool_is_refused_with_a_clear_message(docker_client, sandbox_image):
+    require_tools(docker_client, sandbox_image, ["python-pptx", "node"], skill="pptx")
+    with pytest.raises(ImageToolMissing) as caught:
+        require_tools(docker_client, sandbox_image, ["python-pptx", "libreoffice"], skill="pptx")
+    assert "libreoffice" in caught.value.message and "pptx" in caught.value.message
+    assert caught.value.data["missing"] == ["libreoffice"]
+
+
+def test_the_document_libraries_work_offline_in_the_sandbox(make_skill, open_job, tmp_path):
+    root = make_skill(
+        {
+            "make.py": """
+        import io, json, sys
+        import docx, jinja2, lxml.etree, openpyxl, pypdf, reportlab
+        from PIL import Image
+        from pptx import Presentation
+        from reportlab.pdfgen import canvas
+        deck = Presentation()
+        deck.slides.add_slide(deck.slide_layouts[0]).shapes.title.text = "Q3"
+        deck.save("build/deck.pptx")
+        book = openpyxl.Workbook(); book.active["A1"] = 1; book.save("build/book.xlsx")
+        pdf = canvas.Canvas("build/doc.pdf"); pdf.drawString(72, 72, "hi"); pdf.save()
+        pages = len(pypdf.PdfReader("build/doc.pdf").pages)
+        Image.new("RGB", (4, 4)).save("build/px.png")
+        json.dump({"pages": pages, "title": jinja2.Template("{{ t }}").render(t="ok")}, sys.stdout)
+        """
+        }
+    )
+    job = open_job(root)
+    result = job.run_script("make.py", timeout_s=30)
+    assert result.ok, result.stderr_summary
+    assert result.stdout_json == {"pages": 1, "title": "ok"}
+    assert {f.path for f in job.list_files()} == {"deck.pptx", "book.xlsx", "doc.pdf", "px.png"}
+
+
+def test_building_again_with_the_same_content_is_skipped(docker_client, sandbox_image, tmp_path):
+    settings = load_settings(sandbox={"image": sandbox_image}, cache_dir=tmp_path / "cache")
+    first = build_image(docker_client, settings)  # builds only if the definition changed since setup
+    started = time.monotonic()
+    second = build_image(docker_client, settings)
+    assert second.built is False and second.content_hash == first.content_hash
+    assert second.image_id == docker_client.api.inspect_image(sandbox_image)["Id"]
+    assert time.monotonic() - started < 5
