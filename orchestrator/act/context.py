@@ -13,6 +13,7 @@ from orchestrator.act.workspace import BuildArea
 from orchestrator.config import Settings
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.skills.models import Skill
+from orchestrator.validate.stats import ValidationStats
 
 
 @dataclass
@@ -38,6 +39,7 @@ class ActContext:
     stdout_results: list[Any] = field(default_factory=list)
     missing_refs: list[str] = field(default_factory=list)
     records: list[StepRecord] = field(default_factory=list)
+    validation_stats: ValidationStats = field(default_factory=ValidationStats)
 
     @property
     def skill_root(self) -> Path:

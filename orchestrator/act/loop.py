@@ -262,6 +262,7 @@ def _finish_attempt(loop: _Loop, outcome: ToolOutcome) -> Exit | None:
     except ModelError as e:
         return Exit("model_error", f"semantic check failed: {e}", e.next_step or "check the model and retry")
     loop.report = report
+    ctx.validation_stats.add(report)
     _count_report_tokens(loop, report)
     if report.pass_:
         return Exit("validated", "expected outputs validated")
@@ -375,6 +376,7 @@ def _finalize(loop: _Loop, exit_: Exit) -> ActResult:
         next_step=exit_.next_step,
         artifacts=build_artifacts(ctx, loop.out_dir, partial=not done),
         validation=loop.report,
+        validation_stats=ctx.validation_stats,
         evidence_summary=list(ctx.records),
         metrics=ctx.metrics,
         remaining_budgets=loop.budget.remaining(),

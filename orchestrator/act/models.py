@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.config import Budgets
 from orchestrator.validate.rules import ExpectedOutputs
+from orchestrator.validate.stats import ValidationStats
 from orchestrator.validate.validator import ValidationReport
 
 ExitReason = Literal[
@@ -123,6 +124,8 @@ class ActResult(BaseModel):
     next_step: str = ""
     artifacts: list[Artifact] = []
     validation: ValidationReport | None = None
+    validation_stats: ValidationStats = ValidationStats()
+    """Every validation of this Act (each finish attempt), counted: pass rate and violations by category."""
     evidence_summary: list[StepRecord] = []
     metrics: ActMetrics = ActMetrics()
     remaining_budgets: RemainingBudgets

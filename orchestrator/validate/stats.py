@@ -37,5 +37,17 @@ class ValidationStats(BaseModel):
         self.tokens_in += report.tokens_in
         self.tokens_out += report.tokens_out
 
+    def merge(self, other: ValidationStats) -> None:
+        """Add the counts of ``other`` (e.g. one skill's validations into the goal's)."""
+        self.runs += other.runs
+        self.passed += other.passed
+        self.semantic_runs += other.semantic_runs
+        self.tokens_in += other.tokens_in
+        self.tokens_out += other.tokens_out
+        for mine, theirs in ((self.failed_by_stage, other.failed_by_stage),
+                             (self.violations_by_category, other.violations_by_category)):
+            for key, count in theirs.items():
+                mine[key] = mine.get(key, 0) + count
+
     def as_dict(self) -> dict[str, Any]:
         return {**self.model_dump(mode="json"), "pass_rate": round(self.pass_rate, 4)}

@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field
 
 from orchestrator.act.models import ActResult, Artifact, Unmet
+from orchestrator.validate.stats import ValidationStats
 from orchestrator.validate.validator import ValidationReport
 from orchestrator.workflow.plan import Plan
 
@@ -46,6 +47,8 @@ class GoalResult(BaseModel):
     status: Literal["done", "unmet", "failed"]
     artifacts: list[Artifact] = []
     validation: ValidationReport | None = None
+    validation_stats: ValidationStats = ValidationStats()
+    """All validations of the goal (each skill's finish attempts and the final check): pass rate, violations."""
     metrics: GoalMetrics = GoalMetrics()
     plan: Plan | None = None
     skills: list[ActResult] = []

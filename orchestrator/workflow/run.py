@@ -29,6 +29,7 @@ from orchestrator.llm.interface import ChatModel
 from orchestrator.logs import get_logger
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.validate.rules import ContractRules, ExpectedOutputs
+from orchestrator.validate.stats import ValidationStats
 from orchestrator.validate.validator import ValidationReport, validate_outputs
 from orchestrator.workflow.models import GoalError, GoalMetrics, GoalRequest, GoalResult, GoalState
 from orchestrator.workflow.plan import make_plan
@@ -225,7 +226,9 @@ def _result(state: GoalState, report: ValidationReport | None) -> GoalResult:
     metrics = state.plan_metrics.model_copy(deep=True)
     unmet: list[Unmet] = []
     stdout: list[Any] = []
+    stats = ValidationStats()
     for r in state.results:
+        stats.merge(r.validation_stats)
         m = r.metrics
         metrics.tokens_in += m.tokens_in
         metrics.tokens_out += m.tokens_out
@@ -239,6 +242,7 @@ def _result(state: GoalState, report: ValidationReport | None) -> GoalResult:
         unmet += r.unmet
         stdout += [s for s in r.stdout_results if s is not None]
     if report is not None:
+        stats.add(report)
         metrics.tokens_in += report.tokens_in
         metrics.tokens_out += report.tokens_out
         metrics.duration_ms += report.duration_ms
@@ -265,6 +269,7 @@ def _result(state: GoalState, report: ValidationReport | None) -> GoalResult:
         status=status,
         artifacts=artifacts,
         validation=report,
+        validation_stats=stats,
         metrics=metrics,
         plan=state.plan,
         skills=state.results,

@@ -117,3 +117,16 @@ def test_a_goal_with_a_bad_skills_folder_fails_with_an_actionable_error(cli_env,
     assert proc.returncode == 2
     error = json.loads(proc.stdout)
     assert error["ok"] is False and "skills folder not found" in error["message"] and error["next_step"]
+
+
+@pytest.mark.parametrize("scenario", sorted((REPO / "ops" / "scenarios").glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_bundled_scenario_runs_its_own_goal_to_done(scenario: Path, cli_env, tmp_path):
+    from orchestrator.llm.scenario import load_scenario
+
+    assert load_scenario(scenario).goal
+    proc = run_cli("run", "--skills", "skills", "--out", str(tmp_path / "out"), "--model", f"scripted:{scenario}",
+                   "--json", env=cli_env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["status"] == "done" and result["goal"] == load_scenario(scenario).goal
+    assert result["validation_stats"]["runs"] >= 2 and result["validation_stats"]["pass_rate"] > 0

@@ -1,0 +1,41 @@
+"""Logs are structlog JSON lines, and secrets or personal data are masked before anything is written."""
+
+from __future__ import annotations
+
+import io
+import json
+
+from orchestrator.logs import configure_logging, get_logger, mask_secrets
+
+
+def test_log_lines_are_json_with_level_and_timestamp() -> None:
+    stream = io.StringIO()
+    configure_logging("INFO", json=True, stream=stream)
+    get_logger("t").info("act.step", tool="run_script", ms=12)
+    record = json.loads(stream.getvalue().strip().splitlines()[-1])
+    assert record["event"] == "act.step" and record["tool"] == "run_script" and record["level"] == "info"
+    assert "timestamp" in record
+
+
+def test_api_keys_tokens_and_emails_are_masked_before_writing() -> None:
+    stream = io.StringIO()
+    configure_logging("INFO", json=True, stream=stream)
+    get_logger("t").info(
+        "model.call",
+        note="key sk-proj-abcdefghijklmnop1234 sent by jane.doe@example.com with Bearer abcdefghijklmnopqrstuvwx",
+        api_key="plain-secret-value",
+        headers={"Authorization": "Basic dXNlcjpwYXNz"},
+        tokens_in=1234,
+    )
+    line = stream.getvalue()
+    for secret in ("sk-proj-abcdefghijklmnop1234", "jane.doe@example.com", "abcdefghijklmnopqrstuvwx",
+                   "plain-secret-value", "dXNlcjpwYXNz"):
+        assert secret not in line
+    assert json.loads(line.strip().splitlines()[-1])["tokens_in"] == 1234
+
+
+def test_mask_secrets_keeps_ordinary_text() -> None:
+    text = "tool read_ref read 3 files; tokens_in=10"
+    assert mask_secrets(text) == text
+    assert mask_secrets("password: hunter22") == "password: ***"
+    assert "0123456789abcdefghijABCD" not in mask_secrets("token ghp_0123456789abcdefghijABCD")
