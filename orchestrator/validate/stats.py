@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, computed_field
 
 from orchestrator.validate.report import ValidationReport
 
@@ -19,9 +19,10 @@ class ValidationStats(BaseModel):
     tokens_in: int = 0
     tokens_out: int = 0
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def pass_rate(self) -> float:
-        return self.passed / self.runs if self.runs else 0.0
+        return round(self.passed / self.runs, 4) if self.runs else 0.0
 
     def add(self, report: ValidationReport) -> None:
         """Count one report."""
@@ -50,4 +51,4 @@ class ValidationStats(BaseModel):
                 mine[key] = mine.get(key, 0) + count
 
     def as_dict(self) -> dict[str, Any]:
-        return {**self.model_dump(mode="json"), "pass_rate": round(self.pass_rate, 4)}
+        return self.model_dump(mode="json")
