@@ -5,8 +5,10 @@ from __future__ import annotations
 import hashlib
 import json
 import mimetypes
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
+from orchestrator.act.blackboard import Blackboard
 from orchestrator.act.context import ActContext
 from orchestrator.act.memo import ScriptReplay
 from orchestrator.act.models import Artifact, ArtifactType, StepRecord
@@ -98,17 +100,15 @@ def artifact_type(path: str) -> ArtifactType:
     return _TYPES.get(p.suffix.lower(), "file")
 
 
-def build_artifacts(ctx: ActContext, out_dir: Path, *, partial: bool) -> list[Artifact]:
-    """The artifact catalog of what the Act exported to ``out_dir``."""
+def catalog_files(root: Path, rel_paths: Iterable[str], *, partial: bool, versions: Blackboard) -> list[Artifact]:
+    """Artifact catalog entries for ``rel_paths`` under ``root`` (symlinks and vanished files are skipped)."""
     artifacts: list[Artifact] = []
-    if not out_dir.is_dir():
-        return artifacts
-    for path in sorted(out_dir.rglob("*")):
-        if not path.is_file() or path.is_symlink():
+    for rel in sorted(rel_paths):
+        path = root / rel
+        if path.is_symlink() or not path.is_file():
             continue
-        rel = path.relative_to(out_dir).as_posix()
         data = path.read_bytes()
-        version = ctx.blackboard.latest(rel)
+        version = versions.latest(rel)
         artifacts.append(
             Artifact(
                 path=rel,
@@ -118,10 +118,18 @@ def build_artifacts(ctx: ActContext, out_dir: Path, *, partial: bool) -> list[Ar
                 sha256=hashlib.sha256(data).hexdigest(),
                 version=version.label if version else "",
                 partial=partial,
-                metadata={"skill": ctx.request.skill_id},
+                metadata={"skill": version.skill_id} if version else {},
             )
         )
     return artifacts
+
+
+def build_artifacts(ctx: ActContext, out_dir: Path, *, partial: bool) -> list[Artifact]:
+    """The artifact catalog of what the Act exported to ``out_dir``."""
+    if not out_dir.is_dir():
+        return []
+    files = [p.relative_to(out_dir).as_posix() for p in out_dir.rglob("*")]
+    return catalog_files(out_dir, files, partial=partial, versions=ctx.blackboard)
 
 
 def persist_success(ctx: ActContext) -> None:

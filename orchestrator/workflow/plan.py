@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, get_args
 
 from pydantic import BaseModel, Field, ValidationError
 
@@ -13,7 +13,7 @@ from orchestrator.errors import ModelError, WorkflowError
 from orchestrator.llm.interface import ChatModel, Message, ModelResponse
 from orchestrator.prompts import load_prompt
 from orchestrator.skills.models import SkillSummary
-from orchestrator.validate.rules import ContractRules, ExpectedOutputs, RequiredFile
+from orchestrator.validate.rules import ContractRules, ExpectedOutputs, Kind, RequiredFile
 
 
 class PlannedOutput(BaseModel):
@@ -56,29 +56,11 @@ class PlanOutcome(BaseModel):
     attempts: list[str] = []
 
 
-_KINDS = {
-    "json",
-    "yaml",
-    "text",
-    "markdown",
-    "csv",
-    "pptx",
-    "docx",
-    "xlsx",
-    "pdf",
-    "png",
-    "jpeg",
-    "html",
-    "binary",
-    "any",
-}
-
-
-def _kind(kind: str) -> Literal["any"] | str:
+def _kind(kind: str) -> str:
+    """A planner's free-form kind as a rules ``Kind`` (unknown kinds are not checked: ``any``)."""
     kind = kind.lower().strip(".")
-    aliases = {"md": "markdown", "txt": "text", "yml": "yaml", "jpg": "jpeg"}
-    kind = aliases.get(kind, kind)
-    return kind if kind in _KINDS else "any"
+    kind = {"md": "markdown", "txt": "text", "yml": "yaml", "jpg": "jpeg"}.get(kind, kind)
+    return kind if kind in get_args(Kind) else "any"
 
 
 def catalog_text(skills: list[SkillSummary]) -> str:

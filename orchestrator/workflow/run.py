@@ -6,8 +6,6 @@ in between; ``run_goal`` runs them all in this process (the embedded default).
 
 from __future__ import annotations
 
-import hashlib
-import mimetypes
 import re
 import shutil
 import time
@@ -20,9 +18,9 @@ from typing import Any
 
 from orchestrator.act.blackboard import Blackboard
 from orchestrator.act.engine import execute_skill
-from orchestrator.act.evidence import artifact_type
+from orchestrator.act.evidence import catalog_files
 from orchestrator.act.memo import MemoStore
-from orchestrator.act.models import ActRequest, ActResult, Artifact, Unmet
+from orchestrator.act.models import ActRequest, ActResult, Unmet
 from orchestrator.config import Settings
 from orchestrator.errors import OrchestratorError, WorkflowError
 from orchestrator.llm.interface import ChatModel
@@ -260,7 +258,7 @@ def _result(state: GoalState, report: ValidationReport | None) -> GoalResult:
             for v in (report.missing + report.violations) or [report.rationale]
         ]
     partial = status != "done"
-    artifacts = catalog(
+    artifacts = catalog_files(
         state.out_dir, state.published, partial=partial, versions=Blackboard.from_snapshot(state.blackboard)
     )
     return GoalResult(
@@ -277,29 +275,6 @@ def _result(state: GoalState, report: ValidationReport | None) -> GoalResult:
         stdout=stdout,
         out_dir=str(state.out_dir),
     )
-
-
-def catalog(out_dir: Path, published: list[str], *, partial: bool, versions: Blackboard) -> list[Artifact]:
-    """The artifact catalog of the files this goal wrote to ``out_dir``."""
-    items = []
-    for rel in sorted(published):
-        path = out_dir / rel
-        if path.is_file() and not path.is_symlink():
-            data = path.read_bytes()
-            version = versions.latest(rel)
-            items.append(
-                Artifact(
-                    path=rel,
-                    type=artifact_type(rel),
-                    mime=mimetypes.guess_type(rel)[0] or "application/octet-stream",
-                    size=len(data),
-                    sha256=hashlib.sha256(data).hexdigest(),
-                    version=version.label if version else "",
-                    partial=partial,
-                    metadata={"skill": version.skill_id} if version else {},
-                )
-            )
-    return items
 
 
 def bundle_zip(result: GoalResult, dest: Path) -> Path:
