@@ -1,0 +1,195 @@
+"""Tools that produce: artifacts under build/, sandboxed templates, validation, the blackboard, finish."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import jsonschema
+from jinja2.sandbox import SandboxedEnvironment
+from pydantic import Field
+
+from orchestrator.act.context import ActContext
+from orchestrator.act.tools._base import MAX_VALUE_BYTES, ToolArgs, ToolOutcome, fail
+from orchestrator.act.tools.reading import input_path
+from orchestrator.act.workspace import clean_build_path
+from orchestrator.errors import PathEscapeError, SandboxError, SkillError, ValidationRulesError
+from orchestrator.tokens import cut_to_tokens
+
+# --- producing ---------------------------------------------------------------------------------------------------
+
+
+def record_write(ctx: ActContext, rel: str, sha: str, size: int) -> tuple[str, bool]:
+    version, changed = ctx.blackboard.record_artifact(rel, sha, size, ctx.request.skill_id)
+    return version.label, changed
+
+
+class WriteArtifactArgs(ToolArgs):
+    path: str = Field(description="Path under build/ (e.g. 'outline.json' or 'build/outline.json').")
+    text: str | None = Field(None, description="Text content.")
+    base64: str | None = Field(None, description="Binary content, base64-encoded (instead of text).")
+
+
+def write_artifact(ctx: ActContext, args: WriteArtifactArgs) -> ToolOutcome:
+    if (args.text is None) == (args.base64 is None):
+        return fail("give exactly one of text or base64")
+    try:
+        rel = clean_build_path(args.path)
+    except PathEscapeError as e:
+        return ToolOutcome(ok=False, error=str(e), violation=f"write outside build/: {args.path}")
+    try:
+        data = (
+            args.text.encode("utf-8") if args.text is not None else base64.b64decode(args.base64 or "", validate=True)
+        )
+    except binascii.Error as e:
+        return fail(f"base64 is not valid: {e}")
+    try:
+        written = ctx.build.write_file(rel, data)
+    except SandboxError as e:
+        if e.data.get("code") == "disk_full":
+            return fail(str(e), hint="write less, or remove earlier drafts")
+        raise
+    label, changed = record_write(ctx, rel, written.sha256, written.size)
+    return ToolOutcome(
+        ok=True,
+        data={
+            "path": f"build/{rel}",
+            "bytes": written.size,
+            "sha256": written.sha256,
+            "version": label,
+            "changed": changed,
+        },
+        changed_files=(rel,) if changed else (),
+    )
+
+
+class TemplateExpandArgs(ToolArgs):
+    template_path: str = Field(description="Jinja2 template in the skill root or build/.")
+    data: dict[str, Any] = Field(default_factory=dict, description="Variables for the template.")
+    output_path: str | None = Field(None, description="Write the result to this path under build/.")
+
+
+def template_expand(ctx: ActContext, args: TemplateExpandArgs) -> ToolOutcome:
+    try:
+        if args.template_path.startswith("build/"):
+            source = ctx.build.read_file(args.template_path).decode("utf-8")
+        else:
+            source, _ = ctx.library.read_text(ctx.request.skill_id, args.template_path)
+    except PathEscapeError as e:
+        return ToolOutcome(ok=False, error=str(e), violation=f"path escape: {args.template_path}")
+    except (SkillError, FileNotFoundError, SandboxError, UnicodeDecodeError) as e:
+        return fail(f"cannot read template {args.template_path}: {e}")
+    env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False)
+    try:
+        rendered = env.from_string(source).render(**args.data)
+    except jinja2.TemplateError as e:  # includes SecurityError and UndefinedError
+        return fail(f"template {args.template_path} failed: {type(e).__name__}: {e}")
+    if args.output_path is None:
+        shown, cut = cut_to_tokens(rendered, ctx.settings.disclosure.l3_max_tokens)
+        return ToolOutcome(ok=True, data={"text": shown, "cut_tokens": cut})
+    return write_artifact(ctx, WriteArtifactArgs(path=args.output_path, text=rendered, reason=args.reason))
+
+
+class ValidateArgs(ToolArgs):
+    path: str | None = Field(None, description="A JSON/YAML file to check (build/NAME or inputs/NAME).")
+    object: Any = Field(None, description="A JSON value to check against the schema (instead of path).")
+    schema_: dict[str, Any] | str | None = Field(
+        None, alias="schema", description="JSON Schema (inline, or a path in the skill root)."
+    )
+    rules: dict[str, Any] | None = Field(
+        None, description="Contract rules (required/limits/allowed_extensions) checked against build/."
+    )
+
+
+def validate(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
+    from orchestrator.validate.rules import ContractRules, ExpectedOutputs
+    from orchestrator.validate.validator import validate_outputs
+
+    if args.schema_ is not None:
+        return _validate_schema(ctx, args)
+    try:
+        rules = (
+            ctx.request.expected.rules
+            if args.rules is None
+            else ContractRules.from_mapping(args.rules, source="validate(rules=...)", schema_base=ctx.skill_root)
+        )
+    except ValidationRulesError as e:
+        return fail(f"rules are malformed: {e}")
+    with tempfile.TemporaryDirectory(prefix="orch-validate-") as tmp:
+        ctx.build.export(Path(tmp))
+        try:
+            report = validate_outputs(
+                Path(tmp), ExpectedOutputs(rules=rules), model=None, qa_mode="off", schema_base=ctx.skill_root
+            )
+        except ValidationRulesError as e:
+            return fail(f"rules are malformed: {e}")
+    data = report.model_dump(by_alias=True, include={"pass_", "stage", "missing", "violations", "metrics"})
+    return ToolOutcome(ok=report.pass_, data=data, error=None if report.pass_ else "contract check failed")
+
+
+def _validate_schema(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
+    schema: Any = args.schema_
+    try:
+        if isinstance(schema, str):
+            schema = json.loads(ctx.library.read_text(ctx.request.skill_id, schema)[0])
+        if args.path is not None:
+            raw = (
+                ctx.build.read_file(args.path)
+                if args.path.startswith("build/")
+                else (input_path(ctx, args.path).read_bytes())
+            )
+            import yaml
+
+            instance = yaml.safe_load(raw.decode("utf-8")) if args.path.endswith((".yaml", ".yml")) else json.loads(raw)
+        else:
+            instance = args.object
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+        errors = sorted(jsonschema.validators.validator_for(schema)(schema).iter_errors(instance), key=str)
+    except PathEscapeError as e:
+        return ToolOutcome(ok=False, error=str(e), violation="path escape in validate")
+    except Exception as e:  # noqa: BLE001 - unreadable file, bad JSON, bad schema: all fixable by the model
+        return fail(f"cannot validate: {type(e).__name__}: {e}")
+    violations = [f"{'/'.join(map(str, err.absolute_path)) or '(root)'}: {err.message}" for err in errors[:20]]
+    return ToolOutcome(
+        ok=not violations,
+        data={"violations": violations},
+        error="schema validation failed" if violations else None,
+    )
+
+
+class BlackboardPutArgs(ToolArgs):
+    key: str = Field(min_length=1, max_length=200)
+    value: Any
+
+
+def blackboard_put(ctx: ActContext, args: BlackboardPutArgs) -> ToolOutcome:
+    size = len(json.dumps(args.value, default=str))
+    if size > MAX_VALUE_BYTES:
+        return fail(f"value is {size} bytes; the blackboard keeps at most {MAX_VALUE_BYTES} (write a file instead)")
+    ctx.blackboard.put(args.key, args.value)
+    return ToolOutcome(ok=True, data={"key": args.key, "keys": ctx.blackboard.keys()})
+
+
+class BlackboardGetArgs(ToolArgs):
+    key: str
+
+
+def blackboard_get(ctx: ActContext, args: BlackboardGetArgs) -> ToolOutcome:
+    found, value = ctx.blackboard.get(args.key)
+    if not found:
+        return fail(f"no blackboard entry {args.key!r}", keys=ctx.blackboard.keys())
+    return ToolOutcome(ok=True, data={"key": args.key, "value": value})
+
+
+class FinishArgs(ToolArgs):
+    summary: str = Field("", description="What was produced (and anything left unmet).")
+    outputs: list[str] = Field(default_factory=list, description="The build/ paths that are the results.")
+
+
+def finish(ctx: ActContext, args: FinishArgs) -> ToolOutcome:
+    return ToolOutcome(ok=True, data={"summary": args.summary, "outputs": args.outputs}, finish=True)

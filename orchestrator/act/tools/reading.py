@@ -1,0 +1,243 @@
+"""Tools that read: SKILL.md (L2), references and files (L3, deduplicated by content hash), summaries, diffs.
+
+Script source is never returned: a script is described by its path, language, size and hash.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from pydantic import Field
+
+from orchestrator.act.context import ActContext
+from orchestrator.act.text import diff_summary, summarize_text
+from orchestrator.act.tools._base import ToolArgs, ToolOutcome, fail, is_script
+from orchestrator.errors import PathEscapeError, SandboxError, SkillError
+from orchestrator.tokens import cut_to_tokens, estimate_tokens
+
+# --- reading -----------------------------------------------------------------------------------------------------
+
+
+def _send_text(ctx: ActContext, *, path: str, text: str, sha: str, level: str, full: bool) -> ToolOutcome:
+    """Send ``text`` unless identical content was already sent (or digested in an earlier validated run)."""
+    if sha in ctx.sent:
+        return ToolOutcome(
+            ok=True,
+            data={
+                "path": path,
+                "sha256": sha,
+                "unchanged": True,
+                "note": f"identical content was already sent at step {ctx.sent[sha]}; use it from there",
+            },
+            dedup=True,
+        )
+    summary = ctx.prior.digests.get(sha)
+    if summary is not None and not full:
+        ctx.sent[sha] = ctx.step
+        ctx.read_docs[sha] = summary
+        return ToolOutcome(
+            ok=True,
+            data={
+                "path": path,
+                "sha256": sha,
+                "summary": summary,
+                "note": "unchanged since an earlier validated run: summary shown; "
+                "call again with full=true for the whole text",
+            },
+            disclosure=level,
+            dedup=True,
+        )
+    shown, cut = cut_to_tokens(text, ctx.settings.disclosure.l3_max_tokens)
+    if cut:
+        shown += f"\n[... cut: {cut} more tokens of {path} not shown ...]"
+    ctx.sent[sha] = ctx.step
+    ctx.read_docs[sha] = summarize_text(text)
+    return ToolOutcome(ok=True, data={"path": path, "sha256": sha, "text": shown}, disclosure=level)
+
+
+def _script_card(ctx: ActContext, rel_path: str) -> ToolOutcome:
+    path = ctx.library.resolve(ctx.request.skill_id, rel_path)
+    data = path.read_bytes()
+    return ToolOutcome(
+        ok=True,
+        data={
+            "path": rel_path,
+            "kind": "script",
+            "language": {".py": "python", ".sh": "bash", ".js": "node"}.get(path.suffix.lower(), path.suffix),
+            "bytes": len(data),
+            "lines": data.count(b"\n") + 1,
+            "sha256": hashlib.sha256(data).hexdigest(),
+            "note": "script source is never shown; run it with run_script(path, args): stdin is the args JSON, "
+            "stdout is JSON; see SKILL.md for what it expects",
+        },
+        disclosure="L3",
+    )
+
+
+def _read_skill_file(ctx: ActContext, rel_path: str, *, full: bool) -> ToolOutcome:
+    try:
+        if is_script(ctx, rel_path):
+            return _script_card(ctx, rel_path)
+        text, sha = ctx.library.read_text(ctx.request.skill_id, rel_path)
+    except PathEscapeError as e:
+        return ToolOutcome(ok=False, error=str(e), violation=f"path escape: {rel_path}")
+    except (SkillError, FileNotFoundError) as e:
+        if ctx.library.resolve(ctx.request.skill_id, rel_path).exists():  # binary, a folder, unreadable
+            return fail(f"cannot read {rel_path}: {e}")
+        if rel_path not in ctx.missing_refs:
+            ctx.missing_refs.append(rel_path)
+        return fail(
+            f"cannot read {rel_path}: it does not exist in the skill",
+            missing=rel_path,
+            hint="a missing reference: try once to do without it, otherwise finish and report it",
+        )
+    return _send_text(ctx, path=rel_path, text=text, sha=sha, level="L3", full=full)
+
+
+class NoArgs(ToolArgs):
+    pass
+
+
+def read_skill_md(ctx: ActContext, args: NoArgs) -> ToolOutcome:
+    body = ctx.library.l2(ctx.request.skill_id)
+    if body.sha256 in ctx.sent:
+        return ToolOutcome(
+            ok=True,
+            data={"unchanged": True, "note": f"SKILL.md already sent at step {ctx.sent[body.sha256]}"},
+            dedup=True,
+        )
+    ctx.sent[body.sha256] = ctx.step
+    return ToolOutcome(
+        ok=True,
+        data={"skill": ctx.request.skill_id, "text": body.text, "truncated": body.truncated},
+        disclosure="L2",
+    )
+
+
+class ReadRefArgs(ToolArgs):
+    path: str = Field(description="A path relative to the skill root, as referenced from SKILL.md.")
+    full: bool = Field(False, description="Send the whole text even if a summary is available.")
+
+
+def read_ref(ctx: ActContext, args: ReadRefArgs) -> ToolOutcome:
+    return _read_skill_file(ctx, args.path, full=args.full)
+
+
+class ListFilesArgs(ToolArgs):
+    glob: str = Field("**/*", description="Glob relative to the skill root; 'build/**' lists outputs so far.")
+
+
+def list_files(ctx: ActContext, args: ListFilesArgs) -> ToolOutcome:
+    pattern = args.glob.strip() or "**/*"
+    if pattern.startswith("build/") or pattern == "build":
+        files = [f"build/{f.path}" for f in ctx.build.list_files()]
+        return ToolOutcome(ok=True, data={"files": files[:500], "count": len(files)})
+    if pattern.startswith("inputs/"):
+        return ToolOutcome(ok=True, data={"files": input_files(ctx)})
+    try:
+        files = ctx.library.glob(ctx.request.skill_id, pattern)
+    except PathEscapeError as e:
+        return ToolOutcome(ok=False, error=str(e), violation=f"path escape: {pattern}")
+    return ToolOutcome(ok=True, data={"files": files[:500], "count": len(files), "inputs": input_files(ctx)})
+
+
+def input_files(ctx: ActContext) -> list[str]:
+    root = ctx.request.inputs_dir
+    if root is None or not root.is_dir():
+        return []
+    return sorted(f"inputs/{p.relative_to(root).as_posix()}" for p in root.rglob("*") if p.is_file())
+
+
+def input_path(ctx: ActContext, rel_path: str) -> Path:
+    root = ctx.request.inputs_dir
+    inner = rel_path.split("/", 1)[1] if "/" in rel_path else ""
+    if root is None or not inner:
+        raise FileNotFoundError(rel_path)
+    target = (root / inner).resolve()
+    if not target.is_relative_to(root.resolve()):
+        raise PathEscapeError(f"path leaves inputs/: {rel_path}", path=rel_path)
+    return target
+
+
+class ReadFileArgs(ToolArgs):
+    path: str = Field(description="A file in the skill root, 'build/NAME' (outputs) or 'inputs/NAME' (inputs).")
+    full: bool = False
+
+
+def read_file(ctx: ActContext, args: ReadFileArgs) -> ToolOutcome:
+    path = args.path.strip()
+    try:
+        if path.startswith("build/"):
+            data = ctx.build.read_file(path)
+        elif path.startswith("inputs/"):
+            data = input_path(ctx, path).read_bytes()
+        else:
+            return _read_skill_file(ctx, path, full=args.full)
+    except PathEscapeError as e:
+        return ToolOutcome(ok=False, error=str(e), violation=f"path escape: {path}")
+    except (FileNotFoundError, IsADirectoryError, SandboxError) as e:
+        return fail(f"cannot read {path}: {e}")
+    sha = hashlib.sha256(data).hexdigest()
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return ToolOutcome(ok=True, data={"path": path, "binary": True, "bytes": len(data), "sha256": sha})
+    return _send_text(ctx, path=path, text=text, sha=sha, level="L3", full=True)
+
+
+# --- helpers -----------------------------------------------------------------------------------------------------
+
+
+class SummarizeArgs(ToolArgs):
+    text: str | None = None
+    path: str | None = Field(None, description="A file in the skill root, build/ or inputs/.")
+    max_items: int = Field(8, ge=1, le=40)
+
+
+def summarize(ctx: ActContext, args: SummarizeArgs) -> ToolOutcome:
+    if (args.text is None) == (args.path is None):
+        return fail("give exactly one of text or path")
+    text = args.text
+    if args.path is not None:
+        if is_script(ctx, args.path):
+            return _script_card(ctx, args.path)
+        loaded = _load_text(ctx, args.path)
+        if isinstance(loaded, ToolOutcome):
+            return loaded
+        text = loaded
+    assert text is not None
+    return ToolOutcome(
+        ok=True,
+        data={"summary": summarize_text(text, max_items=args.max_items), "tokens": estimate_tokens(text)},
+    )
+
+
+def _load_text(ctx: ActContext, path: str) -> str | ToolOutcome:
+    try:
+        if path.startswith("build/"):
+            return ctx.build.read_file(path).decode("utf-8", errors="replace")
+        if path.startswith("inputs/"):
+            return input_path(ctx, path).read_text(encoding="utf-8", errors="replace")
+        if is_script(ctx, path):
+            return fail("script source is never shown; compare outputs instead")
+        return ctx.library.read_text(ctx.request.skill_id, path)[0]
+    except PathEscapeError as e:
+        return ToolOutcome(ok=False, error=str(e), violation=f"path escape: {path}")
+    except (SkillError, FileNotFoundError, IsADirectoryError, SandboxError) as e:
+        return fail(f"cannot read {path}: {e}")
+
+
+class DiffArgs(ToolArgs):
+    a_path: str
+    b_path: str
+
+
+def diff(ctx: ActContext, args: DiffArgs) -> ToolOutcome:
+    a = _load_text(ctx, args.a_path)
+    if isinstance(a, ToolOutcome):
+        return a
+    b = _load_text(ctx, args.b_path)
+    if isinstance(b, ToolOutcome):
+        return b
+    return ToolOutcome(ok=True, data=diff_summary(a, b, a_name=args.a_path, b_name=args.b_path))

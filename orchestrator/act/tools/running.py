@@ -1,0 +1,141 @@
+"""run_script: a skill script in the sandbox, with the AttemptMemo, the one informed retry and memo replays."""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+from pydantic import Field
+
+from orchestrator.act.context import ActContext
+from orchestrator.act.memo import MemoEntry, ScriptReplay, canonical_digest
+from orchestrator.act.text import scrub_source_lines
+from orchestrator.act.tools._base import MAX_SCRIPT_FAILURES, ToolArgs, ToolOutcome, fail, is_script
+from orchestrator.act.tools.producing import record_write
+from orchestrator.errors import PathEscapeError, SandboxRefused, SkillError
+
+# --- running -----------------------------------------------------------------------------------------------------
+
+
+class RunScriptArgs(ToolArgs):
+    path: str = Field(description="Script path relative to the skill root (.py, .sh or .js).")
+    args: dict[str, Any] | list[Any] | None = Field(None, description="JSON given to the script on stdin.")
+
+
+def run_script(ctx: ActContext, args: RunScriptArgs) -> ToolOutcome:
+    rel = args.path.strip().removeprefix("./")
+    if not is_script(ctx, rel):
+        allowed = ", ".join(ctx.settings.sandbox.allowed_extensions)
+        return fail(f"refused: {rel} does not have an allowed extension ({allowed})")
+    try:
+        script_path = ctx.library.resolve(ctx.request.skill_id, rel)
+        source = script_path.read_bytes()
+    except PathEscapeError as e:
+        return ToolOutcome(ok=False, error=str(e), violation=f"script outside the skill root: {rel}")
+    except (SkillError, FileNotFoundError, IsADirectoryError) as e:
+        return fail(f"no such script in the skill: {rel} ({e})")
+    if ctx.script_failures >= MAX_SCRIPT_FAILURES:
+        return fail(
+            "script retry budget used: a failed script gets exactly one informed retry; finish with what "
+            "you have or report what is missing"
+        )
+    build_state = [(f.path, f.sha256) for f in ctx.build.list_files()]
+    key = canonical_digest("run_script", hashlib.sha256(source).hexdigest(), args.args, build_state, _inputs_state(ctx))
+    remembered = ctx.memo.get(key)
+    if remembered is not None:
+        return ToolOutcome(
+            ok=remembered.ok,
+            error=remembered.reason,
+            memo_hit=True,
+            data={
+                **remembered.content,
+                "memo": f"same script, args and inputs as step {remembered.step}: result repeated, not run again",
+            },
+        )
+    replay = ctx.prior.attempts.get(key)
+    if replay is not None and ctx.store is not None and (outcome := _replay(ctx, key, replay)) is not None:
+        return outcome
+    before = {f.path: f.sha256 for f in ctx.build.list_files()}
+    try:
+        result = ctx.build.run_script(rel, args.args, timeout_s=ctx.request.budgets.script_timeout_s)
+    except SandboxRefused as e:
+        return ToolOutcome(ok=False, error=str(e), violation=f"sandbox refused {rel}: {e.message}")
+    after = ctx.build.list_files()
+    changed = tuple(f.path for f in after if before.get(f.path) != f.sha256)
+    text = source.decode("utf-8", errors="replace")
+    data: dict[str, Any] = {
+        "script": rel,
+        "exit_code": result.exit_code,
+        "duration_ms": result.duration_ms,
+        "stdout_json": result.stdout_json,
+        "stderr_summary": scrub_source_lines(result.stderr_summary, text),
+        "timed_out": result.timed_out,
+        "oom_killed": result.oom_killed,
+        "violations": result.violations,
+        "files_changed": [f"build/{p}" for p in changed],
+    }
+    if result.stdout_json is None and result.stdout_text:
+        data["stdout_text"] = scrub_source_lines(result.stdout_text[:2000], text)
+    container = {
+        "container": result.container,
+        "cmd": rel,
+        "exit_code": result.exit_code,
+        "elapsed_ms": result.duration_ms,
+        "stdout_bytes": len(result.stdout_text or ""),
+        "stderr_lines": result.stderr_lines,
+        "timed_out": result.timed_out,
+        "oom_killed": result.oom_killed,
+    }
+    for path in changed:
+        f = next(x for x in after if x.path == path)
+        record_write(ctx, path, f.sha256, f.size)
+    if not result.ok:
+        ctx.script_failures += 1
+        left = MAX_SCRIPT_FAILURES - ctx.script_failures
+        data["retry"] = (
+            f"{left} informed retry left: change the args or use another script, based on the reason"
+            if left
+            else "no retries left for scripts"
+        )
+        ctx.memo.put(key, MemoEntry(step=ctx.step, tool="run_script", ok=False, content=data, reason=result.reason))
+        return ToolOutcome(
+            ok=False,
+            error=result.reason or "script failed",
+            data=data,
+            changed_files=changed,
+            container=container,
+        )
+    ctx.memo.put(key, MemoEntry(step=ctx.step, tool="run_script", ok=True, content=data))
+    ctx.stdout_results.append(result.stdout_json)
+    ctx.new_replays[key] = (data, {p: next(x.sha256 for x in after if x.path == p) for p in changed})
+    return ToolOutcome(ok=True, data=data, changed_files=changed, container=container)
+
+
+def _inputs_state(ctx: ActContext) -> list[tuple[str, str]]:
+    root = ctx.request.inputs_dir
+    if root is None or not root.is_dir():
+        return []
+    return [
+        (p.relative_to(root).as_posix(), hashlib.sha256(p.read_bytes()).hexdigest())
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    ]
+
+
+def _replay(ctx: ActContext, key: str, replay: ScriptReplay) -> ToolOutcome | None:
+    """Restore the files an identical earlier run wrote, instead of starting a container. None if blobs are gone."""
+    assert ctx.store is not None
+    blobs = {path: ctx.store.get_blob(sha) for path, sha in replay.outputs.items()}
+    if any(b is None for b in blobs.values()):
+        return None
+    changed = []
+    for path, blob in blobs.items():
+        assert blob is not None
+        written = ctx.build.write_file(path, blob)
+        _, did_change = record_write(ctx, path, written.sha256, written.size)
+        if did_change:
+            changed.append(path)
+    data = {**replay.result, "memo": "identical run found from an earlier run: its files were restored"}
+    ctx.memo.put(key, MemoEntry(step=ctx.step, tool="run_script", ok=True, content=data))
+    ctx.stdout_results.append(replay.result.get("stdout_json"))
+    return ToolOutcome(ok=True, data=data, changed_files=tuple(changed), memo_hit=True)
