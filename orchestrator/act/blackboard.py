@@ -40,17 +40,13 @@ class Blackboard:
         with self._lock:
             return sorted(self._values)
 
-    def record_artifact(
-        self, path: str, sha256: str, size: int, skill_id: str
-    ) -> tuple[ArtifactVersion, bool]:
+    def record_artifact(self, path: str, sha256: str, size: int, skill_id: str) -> tuple[ArtifactVersion, bool]:
         """Register content for ``path``; a new version only when the content changed. Returns (version, changed)."""
         with self._lock:
             versions = self._artifacts.setdefault(path, [])
             if versions and versions[-1].sha256 == sha256:
                 return versions[-1], False
-            version = ArtifactVersion(
-                path=path, version=len(versions) + 1, sha256=sha256, size=size, skill_id=skill_id
-            )
+            version = ArtifactVersion(path=path, version=len(versions) + 1, sha256=sha256, size=size, skill_id=skill_id)
             versions.append(version)
             return version, True
 
@@ -64,8 +60,7 @@ class Blackboard:
         board = cls()
         board._values = dict(snapshot.get("values", {}))
         board._artifacts = {
-            p: [ArtifactVersion.model_validate(v) for v in vs]
-            for p, vs in snapshot.get("artifacts", {}).items()
+            p: [ArtifactVersion.model_validate(v) for v in vs] for p, vs in snapshot.get("artifacts", {}).items()
         }
         return board
 

@@ -34,7 +34,6 @@ class ActContext:
     read_docs: dict[str, str] = field(default_factory=dict)
     """sha256 → summary of documents read this run (saved as digests when the run validates)."""
     script_failures: int = 0
-    successful_actions: list[str] = field(default_factory=list)
     new_replays: dict[str, Any] = field(default_factory=dict)
     stdout_results: list[Any] = field(default_factory=list)
     missing_refs: list[str] = field(default_factory=list)

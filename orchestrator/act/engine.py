@@ -90,6 +90,7 @@ def _refused(request: ActRequest, why: str, next_step: str) -> ActResult:
         skill_id=request.skill_id,
         status="failed",
         exit_reason="missing_tool",
+        where=f"skill:{request.skill_id}",
         next_step=next_step,
         remaining_budgets=RemainingBudgets(
             tool_calls=b.max_tool_calls,

@@ -49,16 +49,12 @@ def initial_messages(ctx: ActContext) -> list[Message]:
         lines.append("Blackboard keys from earlier skills: " + ", ".join(keys))
     missing = [r.ref for r in skill.references if not r.exists]
     if missing:
-        lines.append(
-            "Missing references (do without them once; otherwise report them): " + ", ".join(missing)
-        )
+        lines.append("Missing references (do without them once; otherwise report them): " + ", ".join(missing))
     b = req.budgets
     lines.append(
         f"Budgets: {b.max_tool_calls} tool calls, {b.token_budget} tokens, {b.time_budget_ms} ms, "
         f"scripts {b.script_timeout_s:g}s each, build/ {b.disk_write_limit_mb} MB."
     )
-    if ctx.prior.history:
-        lines.append("An earlier run of this skill validated after: " + "; ".join(ctx.prior.history[:12]))
     marker = " (cut)" if body.truncated else ""
     lines.append(f"\nSKILL.md (L2{marker}):\n{body.text}")
     return [
@@ -149,5 +145,4 @@ def persist_success(ctx: ActContext) -> None:
         else:
             memo.attempts[key] = ScriptReplay(result=data, outputs=outputs)
     memo.digests.update(ctx.read_docs)
-    memo.history = ctx.successful_actions[:24]
     ctx.store.save(ctx.request.skill_id, memo)

@@ -20,16 +20,17 @@ from orchestrator.act.evidence import build_artifacts, initial_messages, log_ste
 from orchestrator.act.memo import canonical_digest
 from orchestrator.act.models import ActResult, ExitReason, StepRecord, Unmet
 from orchestrator.act.tools import TOOLS, ToolOutcome, tool_specs
-from orchestrator.errors import ModelError
+from orchestrator.errors import ModelError, OrchestratorError, SandboxError, SandboxRefused
 from orchestrator.llm.interface import ChatModel, Message, ModelResponse, ToolCall
+from orchestrator.logs import get_logger
 from orchestrator.prompts import load_prompt
-from orchestrator.validate.rules import ExpectedOutputs
 from orchestrator.validate.validator import ValidationReport, validate_outputs
 
 NO_PROGRESS_TURNS = 2  # turns without a new or changed artifact before the one Micro-Reflect
 STALL_TURNS_AFTER_REFLECT = 4
 MAX_FAILED_FINISHES = 2
 CYCLE_REPEATS = 3
+_log = get_logger("orchestrator.act")
 
 
 @dataclass(frozen=True)
@@ -146,12 +147,18 @@ def _apply_all(loop: _Loop, response: ModelResponse) -> Exit | None:
             )
             continue
         started = time.monotonic()
-        outcome = _apply(ctx, call)
+        try:
+            outcome = _apply(ctx, call)
+        except SandboxError as e:
+            loop.messages.append(
+                Message(role="tool", tool_call_id=call.id, content=json.dumps({"ok": False, "error": str(e)}))
+            )
+            log_step(ctx, StepRecord(step=ctx.step, kind="tool", tool=call.name, ok=False, error=str(e)))
+            exit_ = Exit("sandbox_error", str(e), e.next_step or "check the Docker engine and the sandbox image")
+            continue
         loop.budget.tool_calls += 1
         ctx.metrics.tool_calls += 1
-        record = _record(
-            ctx, call, outcome, started, (tokens_in, tokens_out, model_ms) if index == 0 else None
-        )
+        record = _record(ctx, call, outcome, started, (tokens_in, tokens_out, model_ms) if index == 0 else None)
         log_step(ctx, record)
         loop.messages.append(Message(role="tool", tool_call_id=call.id, content=outcome.content()))
         if outcome.changed_files:
@@ -169,7 +176,17 @@ def _apply(ctx: ActContext, call: ToolCall) -> ToolOutcome:
         args = tool.args_model.model_validate(raw if raw is not None else {})
     except (json.JSONDecodeError, ValidationError) as e:
         return ToolOutcome(ok=False, error=f"bad arguments for {call.name}: {e}")
-    return tool.fn(ctx, args)
+    try:
+        return tool.fn(ctx, args)
+    except SandboxRefused as e:
+        return ToolOutcome(ok=False, error=str(e), violation=f"sandbox refused: {e.message}")
+    except SandboxError:
+        raise  # the engine, not the model: ends the Act with the reason
+    except (OrchestratorError, ValueError, OSError) as e:
+        return ToolOutcome(ok=False, error=f"{call.name} failed: {e}")
+    except Exception as e:  # a bug of ours must not cost the run: the model and the evidence see it
+        _log.exception("act.tool_crashed", tool=call.name)
+        return ToolOutcome(ok=False, error=f"{call.name} failed unexpectedly: {type(e).__name__}: {e}")
 
 
 def _record(
@@ -185,8 +202,6 @@ def _record(
         ctx.metrics.memo_hits += 1
     if outcome.container is not None:
         ctx.metrics.containers += 1
-    if outcome.ok and not outcome.memo_hit:
-        ctx.successful_actions.append(f"{call.name}({_short_args(call.arguments)})")
     try:
         reason = str(json.loads(call.arguments or "{}").get("reason", ""))[:400]
     except (json.JSONDecodeError, AttributeError):
@@ -210,20 +225,6 @@ def _record(
     )
 
 
-def _short_args(arguments: str) -> str:
-    """The identifying argument of a call (its path or key), for the compact history shown to later runs."""
-    try:
-        data = json.loads(arguments or "{}")
-    except json.JSONDecodeError:
-        return ""
-    if not isinstance(data, dict):
-        return ""
-    for key in ("path", "template_path", "key", "a_path"):
-        if isinstance(data.get(key), str):
-            return data[key][:80]
-    return ""
-
-
 def _after_tool(loop: _Loop, call: ToolCall, outcome: ToolOutcome) -> Exit | None:
     if outcome.violation:
         return Exit(
@@ -231,17 +232,27 @@ def _after_tool(loop: _Loop, call: ToolCall, outcome: ToolOutcome) -> Exit | Non
             outcome.violation,
             "the skill or the model tried to leave its sandbox; check the skill's paths and scripts",
         )
-    if outcome.dedup and call.name in ("read_ref", "read_file", "read_skill_md"):
+    if outcome.dedup and call.name in ("read_ref", "read_file") and _on_a_cycle(loop.ctx, call):
         loop.repeat_reads += 1
         if loop.repeat_reads >= CYCLE_REPEATS:
+            cycles = "; ".join(p.message for p in loop.ctx.skill.problems if p.code == "reference_cycle")
             return Exit(
                 "reference_cycle",
-                f"the same documents were requested again {loop.repeat_reads} times",
-                "the skill's references loop back on themselves; fix the links in its documents",
+                f"the model went round a reference cycle {loop.repeat_reads} times ({cycles})",
+                "break the cycle in the skill's documents, or tell the model which document ends the chain",
             )
     if outcome.finish:
         return _finish_attempt(loop, outcome)
     return None
+
+
+def _on_a_cycle(ctx: ActContext, call: ToolCall) -> bool:
+    """Whether the document this call re-read lies on a reference cycle the skills library reported."""
+    try:
+        path = str(json.loads(call.arguments or "{}").get("path", "")).strip().removeprefix("./")
+    except (json.JSONDecodeError, AttributeError):
+        return False
+    return bool(path) and any(p.code == "reference_cycle" and path in p.message for p in ctx.skill.problems)
 
 
 def _finish_attempt(loop: _Loop, outcome: ToolOutcome) -> Exit | None:
@@ -272,9 +283,7 @@ def _finish_attempt(loop: _Loop, outcome: ToolOutcome) -> Exit | None:
             role="user",
             content="Validation failed: "
             + json.dumps(
-                report.model_dump(
-                    by_alias=True, include={"pass_", "stage", "missing", "violations", "rationale"}
-                ),
+                report.model_dump(by_alias=True, include={"pass_", "stage", "missing", "violations", "rationale"}),
                 ensure_ascii=False,
             )
             + ("\nFix it, then call finish again." if loop.failed_finishes < MAX_FAILED_FINISHES else ""),
@@ -342,26 +351,22 @@ def _micro_reflect(loop: _Loop) -> Exit | None:
     return None
 
 
+FAILING_EXITS = ("model_error", "sandbox_violation", "sandbox_error")
+
+
 def _finalize(loop: _Loop, exit_: Exit) -> ActResult:
     ctx = loop.ctx
     ctx.metrics.duration_ms = loop.budget.elapsed_ms()
-    if exit_.reason not in ("validated", "finished_unvalidated"):
-        ctx.build.export(loop.out_dir)  # partial artifacts are kept, and marked partial
     done = exit_.reason in ("validated", "finished_unvalidated")
-    status = (
-        "done" if done else ("failed" if exit_.reason in ("model_error", "sandbox_violation") else "unmet")
-    )
-    if loop.report is None and done is False and ctx.request.qa_mode != "off":
+    if not done:
+        _export_partial(loop)
+    status = "done" if done else ("failed" if exit_.reason in FAILING_EXITS else "unmet")
+    if loop.report is None and not done and ctx.request.qa_mode != "off":
         loop.report = validate_outputs(
             loop.out_dir, ctx.request.expected, model=None, qa_mode="off", schema_base=ctx.skill_root
         )
     unmet = [] if done else _unmet(ctx, exit_, loop.report)
-    if (
-        exit_.reason != "reference_cycle"
-        and not done
-        and ctx.missing_refs
-        and exit_.reason != "sandbox_violation"
-    ):
+    if status == "unmet" and ctx.missing_refs and exit_.reason != "reference_cycle":
         exit_ = Exit(
             "missing_reference",
             f"missing references: {', '.join(ctx.missing_refs)} ({exit_.why})",
@@ -373,6 +378,7 @@ def _finalize(loop: _Loop, exit_: Exit) -> ActResult:
         skill_id=ctx.request.skill_id,
         status=status,
         exit_reason=exit_.reason,
+        where=_where(ctx),
         next_step=exit_.next_step,
         artifacts=build_artifacts(ctx, loop.out_dir, partial=not done),
         validation=loop.report,
@@ -386,22 +392,33 @@ def _finalize(loop: _Loop, exit_: Exit) -> ActResult:
     )
 
 
+def _export_partial(loop: _Loop) -> None:
+    """Keep what was produced (marked partial in the catalog), even when the sandbox itself failed."""
+    try:
+        loop.ctx.build.export(loop.out_dir)
+    except OrchestratorError as e:
+        _log.warning("act.partial_export_failed", skill=loop.ctx.request.skill_id, error=str(e))
+
+
+def _where(ctx: ActContext) -> str:
+    """``skill:ID``, then the last failing tool and its container, for errors people can act on."""
+    where = f"skill:{ctx.request.skill_id}"
+    failed = next((r for r in reversed(ctx.records) if not r.ok and r.tool), None)
+    if failed is not None:
+        where += f" / tool:{failed.tool}"
+        if failed.container and failed.container.get("container"):
+            where += f" / container:{failed.container['container']}"
+    return where
+
+
 def _unmet(ctx: ActContext, exit_: Exit, report: ValidationReport | None) -> list[Unmet]:
     items = [
         Unmet(what=f"reference {ref}", why="missing from the skill", next_step="add it or remove the link")
         for ref in ctx.missing_refs
     ]
     if report is not None and not report.pass_:
-        items += [
-            Unmet(what=m, why="expected output missing", next_step=exit_.next_step) for m in report.missing
-        ]
-        items += [
-            Unmet(what=v, why="contract violation", next_step=exit_.next_step) for v in report.violations
-        ]
+        items += [Unmet(what=m, why="expected output missing", next_step=exit_.next_step) for m in report.missing]
+        items += [Unmet(what=v, why="contract violation", next_step=exit_.next_step) for v in report.violations]
     if not items:
         items.append(Unmet(what=f"skill {ctx.request.skill_id}", why=exit_.why, next_step=exit_.next_step))
     return items
-
-
-def expected_from(description: str, rules: Any = None) -> ExpectedOutputs:
-    return ExpectedOutputs(description=description, **({"rules": rules} if rules is not None else {}))

@@ -7,7 +7,7 @@ changed script, document or input simply never matches an old key. It keeps, per
   the file bodies kept as content-addressed blobs) so an identical later run can be replayed without a container;
 * ``digests``: documents read during a validated run, by content hash, with their summary — a later run is sent the
   summary of unchanged documents instead of the full text (the model can still ask for the full text);
-* ``history``: the short list of actions that led to the last validated result, shown to the model as a hint.
+* ``verdicts``: semantic verdicts by (expectations, artifact hashes), so identical outputs are not judged twice.
 """
 
 from __future__ import annotations
@@ -60,7 +60,6 @@ class SkillMemoFile(BaseModel):
     attempts: dict[str, ScriptReplay] = {}
     digests: dict[str, str] = {}
     """``sha256`` of a document read in a validated run → its summary."""
-    history: list[str] = []
 
 
 class MemoStore:
@@ -83,6 +82,18 @@ class MemoStore:
     def save(self, skill_id: str, memo: SkillMemoFile) -> None:
         with self._lock:
             self._atomic_write(self._skill_file(skill_id), memo.model_dump_json(indent=1).encode("utf-8"))
+
+    def get_verdict(self, key: str) -> dict[str, Any] | None:
+        """A stored semantic verdict for ``key`` (a digest of expectations and artifact hashes), or None."""
+        path = self.root / "verdicts" / f"{key}.json"
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (FileNotFoundError, ValueError):
+            return None
+        return data if isinstance(data, dict) else None
+
+    def put_verdict(self, key: str, verdict: dict[str, Any]) -> None:
+        self._atomic_write(self.root / "verdicts" / f"{key}.json", json.dumps(verdict).encode("utf-8"))
 
     def put_blob(self, data: bytes) -> str:
         digest = hashlib.sha256(data).hexdigest()

@@ -25,6 +25,7 @@ ExitReason = Literal[
     "stalled",
     "model_error",
     "missing_tool",  # the skill declares a tool the sandbox image lacks
+    "sandbox_error",  # the Docker engine or the sandbox image failed (not the script)
 ]
 ArtifactType = Literal["file", "log", "screenshot", "thumbnail", "script", "html", "command"]
 
@@ -121,6 +122,8 @@ class ActResult(BaseModel):
     skill_id: str
     status: Literal["done", "unmet", "failed"]
     exit_reason: ExitReason
+    where: str = ""
+    """Which step it ended in: ``skill:ID``, then the failing tool and container when there was one."""
     next_step: str = ""
     artifacts: list[Artifact] = []
     validation: ValidationReport | None = None

@@ -26,17 +26,22 @@ class BuildArea(Protocol):
 
 
 def clean_build_path(rel_path: str) -> str:
-    """``rel_path`` normalised to a relative POSIX path inside ``build/`` (a leading ``build/`` is accepted)."""
+    """``rel_path`` normalised to a relative POSIX path inside ``build/`` (a leading ``build/`` is accepted).
+
+    Raises ``PathEscapeError`` for a path that would leave ``build/`` and ``ValueError`` for one that names no file.
+    """
     text = rel_path.strip().replace("\\", "/")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
+        raise ValueError(f"a file path cannot contain control characters: {rel_path!r}")
     path = PurePosixPath(text)
-    if path.is_absolute() or ".." in path.parts or not path.parts:
+    if path.is_absolute() or ".." in path.parts:
         raise PathEscapeError(f"path must stay inside build/: {rel_path!r}", path=rel_path)
-    parts = list(path.parts)
+    parts = [p for p in path.parts if p != "."]
     if parts and parts[0] == "build":
         parts = parts[1:]
-    if not parts or parts == ["."]:
-        raise PathEscapeError(f"not a file path inside build/: {rel_path!r}", path=rel_path)
-    return "/".join(p for p in parts if p != ".")
+    if not parts:
+        raise ValueError(f"not a file path inside build/: {rel_path!r}")
+    return "/".join(parts)
 
 
 class LocalBuildArea:
@@ -61,9 +66,7 @@ class LocalBuildArea:
             )
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_bytes(data)
-        return BuildFile(
-            path=clean_build_path(rel_path), size=len(data), sha256=hashlib.sha256(data).hexdigest()
-        )
+        return BuildFile(path=clean_build_path(rel_path), size=len(data), sha256=hashlib.sha256(data).hexdigest())
 
     def read_file(self, rel_path: str, *, max_bytes: int = 10 * 1024 * 1024) -> bytes:
         target = self._path(rel_path)
@@ -108,9 +111,7 @@ class LocalBuildArea:
 class SandboxBuildArea:
     """``build/`` inside a sandbox job, opened on first use so a skill that never writes costs no container."""
 
-    def __init__(
-        self, runner: Any, job_id: str, skill_root: Path, *, disk_mb: int, inputs_dir: Path | None
-    ) -> None:
+    def __init__(self, runner: Any, job_id: str, skill_root: Path, *, disk_mb: int, inputs_dir: Path | None) -> None:
         self._runner = runner
         self._job_id = job_id
         self._skill_root = skill_root

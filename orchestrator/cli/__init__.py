@@ -5,6 +5,7 @@ Each area keeps its commands in a module of this package; this module only assem
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Annotated
 
@@ -15,7 +16,8 @@ from orchestrator.cli.common import CliState
 
 app = typer.Typer(
     name="orchestrator",
-    help="Skills runtime: a model picks Claude-compatible skills for a goal and runs their scripts in a Docker sandbox.",
+    help="Skills runtime: a model picks Claude-compatible skills for a goal and runs their scripts in a Docker "
+    "sandbox.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
     add_completion=False,
@@ -52,5 +54,11 @@ app.command("scripted-llm", help="Serve a scripted scenario as an OpenAI-compati
 )
 
 
+def _exit_on_sigterm(signum: int, _frame: object) -> None:
+    # SystemExit unwinds the stack, so every sandbox job's context manager removes its containers and volumes.
+    raise SystemExit(128 + signum)
+
+
 def main() -> None:
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     app()

@@ -12,6 +12,7 @@ from rich.console import Console
 
 from orchestrator.cli.common import emit_json, fail, state
 from orchestrator.errors import ConfigError, OrchestratorError
+from orchestrator.logs import mask_value
 
 _PROGRESS = {
     "plan.started": "planning: choosing skills for the goal",
@@ -115,7 +116,8 @@ def _goal_text(goal: str | None, model_spec: str) -> str:
 def _save_evidence(result: Any, cache_dir: Path) -> str:
     path = cache_dir / "jobs" / result.job_id / "result.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(result.model_dump_json(indent=2, by_alias=True), encoding="utf-8")
+    # The evidence file is a log: secrets and personal data in the goal or outputs are masked before writing.
+    path.write_text(json.dumps(mask_value(result.model_dump(mode="json", by_alias=True)), indent=2), encoding="utf-8")
     return str(path)
 
 

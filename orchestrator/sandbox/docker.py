@@ -436,7 +436,7 @@ class SandboxJob:
             deadline = started + timeout_s
             prepared.raw.settimeout(timeout_s)  # a script that never reads a large stdin must not block us
             try:
-                prepared.raw.sendall(command.launcher_header() + payload)
+                prepared.raw.sendall(command.launcher_header(timeout_s) + payload)
                 prepared.raw.shutdown(socket.SHUT_WR)  # EOF on the script's stdin
                 fed = True
             except TimeoutError:

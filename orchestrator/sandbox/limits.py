@@ -6,6 +6,7 @@ pids, time, disk, read-only files) are enforced by the kernel through the contai
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -27,12 +28,17 @@ SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # The container starts before its call is known and waits on stdin: the first two lines name the interpreter and
 # the script, the rest is the args JSON the script reads. `exec` keeps the script as PID 1, so when it exits the
 # kernel kills every process it left behind.
+# The container enforces the wall-clock limit itself (coreutils ``timeout`` as the container's first process), so a
+# script cannot outlive its limit even when the orchestrator that started it dies. The host kills at the limit;
+# the in-container limit is a little later so that the host normally reports the timeout first.
 LAUNCHER: list[str] = [
     "/bin/sh",
     "-c",
-    'IFS= read -r interp && IFS= read -r script && exec "$interp" "$script"',
+    "IFS= read -r interp && IFS= read -r script && IFS= read -r limit"
+    ' && exec timeout -s KILL "$limit" "$interp" "$script"',
     "orch-launch",
 ]
+CONTAINER_TIMEOUT_GRACE_S = 2
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -53,8 +59,10 @@ class ScriptCommand:
     def argv(self) -> list[str]:
         return [self.interpreter, self.container_path]
 
-    def launcher_header(self) -> bytes:
-        return f"{self.interpreter}\n{self.container_path}\n".encode()
+    def launcher_header(self, timeout_s: float) -> bytes:
+        """The launcher's three lines: interpreter, script, and the in-container time limit in whole seconds."""
+        limit = math.ceil(timeout_s) + CONTAINER_TIMEOUT_GRACE_S
+        return f"{self.interpreter}\n{self.container_path}\n{limit}\n".encode()
 
 
 def _refuse(script: str, violation: str, message: str, next_step: str) -> SandboxRefused:

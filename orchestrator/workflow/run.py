@@ -14,12 +14,12 @@ import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from orchestrator.act.blackboard import Blackboard
 from orchestrator.act.engine import execute_skill
 from orchestrator.act.evidence import catalog_files
-from orchestrator.act.memo import MemoStore
+from orchestrator.act.memo import MemoStore, canonical_digest
 from orchestrator.act.models import ActRequest, ActResult, Unmet
 from orchestrator.config import Settings
 from orchestrator.errors import OrchestratorError, WorkflowError
@@ -63,7 +63,14 @@ def start_goal(request: GoalRequest, out_dir: Path, settings: Settings) -> GoalS
     job_id = request.job_id or new_job_id()
     work_dir = settings.cache_dir / "jobs" / job_id
     inputs_dir = work_dir / "inputs"
-    inputs_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        inputs_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise WorkflowError(
+            f"cannot create the job folder {work_dir}: {e.strerror or e}",
+            where="cache",
+            next_step="set ORCH_CACHE_DIR to a writable folder",
+        ) from e
     for path in request.inputs:
         if not path.is_file():
             raise WorkflowError(
@@ -72,7 +79,14 @@ def start_goal(request: GoalRequest, out_dir: Path, settings: Settings) -> GoalS
                 next_step="pass existing files with --input PATH",
             )
         shutil.copyfile(path, inputs_dir / path.name)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise WorkflowError(
+            f"cannot use {out_dir} as the output folder: {e.strerror or e}",
+            where="output",
+            next_step="pass --out DIR naming a folder you can write (it is created when missing)",
+        ) from e
     return GoalState(request=request, job_id=job_id, out_dir=out_dir.resolve(), work_dir=work_dir)
 
 
@@ -203,13 +217,18 @@ def _final_validation(state: GoalState, rt: Runtime) -> ValidationReport | None:
             *[f"Evaluation: {e}" for e in state.plan.evaluation],
         ]
     )
-    acts_done = all(r.status == "done" for r in state.results)
-    report = validate_outputs(
-        state.out_dir,
-        ExpectedOutputs(description=description, rules=rules),
-        model=rt.model if acts_done else None,
-        qa_mode=rt.settings.qa.mode,
-    )
+    expected = ExpectedOutputs(description=description, rules=rules)
+    contract = validate_outputs(state.out_dir, expected, model=None, qa_mode="off")
+    unfinished = [r for r in state.results if r.status != "done"]
+    if not contract.pass_:
+        report = contract
+    elif unfinished:
+        names = ", ".join(f"{r.skill_id} ({r.exit_reason})" for r in unfinished)
+        report = contract.model_copy(
+            update={"rationale": f"{contract.rationale}; semantic check skipped: {names} did not finish"}
+        )
+    else:
+        report = _semantic(state, rt, expected, contract)
     rt.emit(
         "validate.done",
         job=state.job_id,
@@ -217,6 +236,29 @@ def _final_validation(state: GoalState, rt: Runtime) -> ValidationReport | None:
         stage=report.stage,
         violations=len(report.violations),
     )
+    return report
+
+
+def _semantic(state: GoalState, rt: Runtime, expected: ExpectedOutputs, contract: ValidationReport) -> ValidationReport:
+    """The model's verdict, reused when the same expectations were already judged on byte-identical artifacts."""
+    key = canonical_digest(
+        "verdict", rt.model.name, expected.model_dump(mode="json"), sorted((f.path, f.sha256) for f in contract.files)
+    )
+    cached = rt.store.get_verdict(key) if rt.store is not None else None
+    if cached is not None:
+        rt.emit("validate.reused", job=state.job_id)
+        return ValidationReport.model_validate(
+            {
+                **cached,
+                "tokens_in": 0,
+                "tokens_out": 0,
+                "duration_ms": 0,
+                "rationale": f"(same verdict as an earlier run on identical artifacts) {cached.get('rationale', '')}",
+            }
+        )
+    report = validate_outputs(state.out_dir, expected, model=rt.model, qa_mode=rt.settings.qa.mode)
+    if rt.store is not None and report.pass_ and report.stage == "semantic":
+        rt.store.put_verdict(key, report.model_dump(mode="json", by_alias=True))
     return report
 
 
@@ -246,10 +288,12 @@ def _result(state: GoalState, report: ValidationReport | None) -> GoalResult:
         metrics.duration_ms += report.duration_ms
     statuses = {r.status for r in state.results}
     validated = report is None or report.pass_
-    if statuses == {"done"} and validated:
-        status = "done"
-    elif "failed" in statuses and not any(r.artifacts for r in state.results):
+    failed = next((r for r in state.results if r.status == "failed"), None)
+    status: Literal["done", "unmet", "failed"]
+    if failed is not None:
         status = "failed"
+    elif statuses == {"done"} and validated:
+        status = "done"
     else:
         status = "unmet"
     if report is not None and not report.pass_ and statuses == {"done"}:
@@ -274,6 +318,11 @@ def _result(state: GoalState, report: ValidationReport | None) -> GoalResult:
         unmet=unmet,
         stdout=stdout,
         out_dir=str(state.out_dir),
+        error=GoalError(
+            where=failed.where or f"skill:{failed.skill_id}", message=failed.final_message, next_step=failed.next_step
+        )
+        if failed is not None
+        else None,
     )
 
 
@@ -295,6 +344,8 @@ def run_goal(request: GoalRequest, out_dir: Path, rt: Runtime) -> GoalResult:
         assert state.plan is not None
         for index in range(len(state.plan.steps)):
             act_step(state, index, rt)
+            if state.results[index].status == "failed":
+                break  # later skills build on this one's outputs
         result = reflect_goal(state, rt)
     except OrchestratorError as e:
         rt.emit("goal.failed", job=state.job_id, where=e.where, error=e.message)
@@ -311,6 +362,10 @@ def run_goal(request: GoalRequest, out_dir: Path, rt: Runtime) -> GoalResult:
         )
         result.status = "failed"
         result.error = GoalError(where=e.where or "workflow", message=e.message, next_step=e.next_step or "")
+        if result.validation is None:
+            result.validation = _not_validated(
+                f"the goal failed at {result.error.where} before validation: {e.message}"
+            )
     result.metrics.duration_ms = int((time.monotonic() - started) * 1000)
     rt.emit(
         "goal.done",
@@ -321,6 +376,19 @@ def run_goal(request: GoalRequest, out_dir: Path, rt: Runtime) -> GoalResult:
         tool_calls=result.metrics.tool_calls,
     )
     return result
+
+
+def _not_validated(why: str) -> ValidationReport:
+    return ValidationReport.model_validate(
+        {
+            "pass": False,
+            "stage": "contract",
+            "missing": [],
+            "violations": [why],
+            "rationale": why,
+            "metrics": {"files": 0, "bytes": 0},
+        }
+    )
 
 
 def _slug(skill_id: str) -> str:

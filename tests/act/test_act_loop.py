@@ -408,3 +408,56 @@ def test_a_second_identical_run_sends_fewer_tokens(write_skill, skills_root, set
     assert second.metrics.tokens < first.metrics.tokens
     assert second.metrics.tool_calls <= first.metrics.tool_calls
     assert (Path(tmp_path / "out1" / "out.txt")).read_text() == "done"
+
+
+def test_template_expand_never_expands_a_script_or_crashes_on_a_bad_template(write_skill, skills_root, settings,
+                                                                             tmp_path):
+    write_skill("t", "Templates.", files={"scripts/gen.js": "const SECRET_JS_LINE = 1;\n",
+                                          "bad.j2": "{{ 1 + 'a' }}", "inc.j2": "{% include 'SKILL.md' %}"})
+    model = ScriptedModel([
+        tool_calls_response(tool_call("template_expand", template_path="scripts/gen.js", output_path="x.txt"),
+                            tool_call("template_expand", template_path="bad.j2"),
+                            tool_call("template_expand", template_path="inc.j2")),
+        tool_call_response("finish", summary="x"),
+    ])
+    result = act("t", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out", qa_mode="off")
+    script, bad, inc = (json.loads(m.content or "") for m in model.calls[1].messages if m.role == "tool")
+    assert script["ok"] is False and "is a script" in script["error"]
+    assert bad["ok"] is False and "TypeError" in bad["error"]
+    assert inc["ok"] is False and "failed" in inc["error"]
+    assert "SECRET_JS_LINE" not in json.dumps([m.model_dump() for m in model.calls[1].messages])
+    assert result.status == "done" and result.artifacts == []
+
+
+def test_a_write_to_a_path_naming_no_file_is_a_fixable_error_not_a_violation(write_skill, skills_root, settings,
+                                                                             tmp_path):
+    write_skill("w", "Write things.")
+    model = ScriptedModel([
+        tool_calls_response(tool_call("write_artifact", path="a\x00b.md", text="x"),
+                            tool_call("write_artifact", path="build/", text="x")),
+        tool_call_response("write_artifact", path="ok.md", text="fine"),
+        tool_call_response("finish", summary="x", outputs=["build/ok.md"]),
+    ])
+    result = act("w", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out",
+                 expected=expect_files("ok.md"))
+    nul, folder = (json.loads(m.content or "") for m in model.calls[1].messages if m.role == "tool")
+    assert nul["ok"] is False and "control characters" in nul["error"]
+    assert folder["ok"] is False and "not a file path" in folder["error"]
+    assert result.status == "done"
+
+
+def test_rereading_documents_is_not_a_reference_cycle_unless_the_skill_has_one(write_skill, skills_root, settings,
+                                                                              tmp_path):
+    write_skill("plain", "Read [a](a.md).", files={"a.md": "A\n"})
+    write_skill("loop", "Read [a](a.md).", files={"a.md": "See [b](b.md).\n", "b.md": "See [a](a.md).\n"})
+    rereads = [tool_call_response("read_ref", path="a.md") for _ in range(4)]
+    plain = ScriptedModel([*rereads[:2], text_response("reflect"), *rereads[2:],
+                           tool_call_response("finish", summary="x")])
+    result = act("plain", plain, skills_root=skills_root, settings=settings, out_dir=tmp_path / "o1", qa_mode="off")
+    assert result.exit_reason == "finished_unvalidated"
+    looping = ScriptedModel([tool_call_response("read_ref", path="a.md"), tool_call_response("read_ref", path="b.md"),
+                             text_response("reflect"), *[tool_call_response("read_ref", path=p)
+                                                         for p in ("a.md", "b.md", "a.md")]])
+    result = act("loop", looping, skills_root=skills_root, settings=settings, out_dir=tmp_path / "o2")
+    assert result.exit_reason == "reference_cycle" and "a.md" in result.final_message
+    assert result.status == "unmet"

@@ -168,3 +168,36 @@ def test_a_declared_tool_missing_from_the_image_is_refused_before_any_model_call
     )
     assert result.status == "failed" and result.exit_reason == "missing_tool"
     assert "ffmpeg" in result.unmet[0].why and model.calls == []
+
+
+def test_a_script_that_prints_plain_text_succeeds_with_its_text_as_result(write_skill, skills_root, settings,
+                                                                          sandbox_runner, tmp_path):
+    write_skill("hello", "Run `scripts/hello.sh`.", files={"scripts/hello.sh": "echo 'hello, plain world'\n"})
+    model = ScriptedModel([tool_call_response("run_script", path="scripts/hello.sh"),
+                           tool_call_response("finish", summary="said hello")])
+    result = act("hello", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out",
+                 qa_mode="off", sandbox=sandbox_runner)
+    reply = json.loads(model.calls[1].messages[-1].content or "")
+    assert reply["ok"] is True and reply["stdout_text"].strip() == "hello, plain world"
+    assert result.stdout_results == ["hello, plain world"] and result.status == "done"
+
+
+def test_a_broken_sandbox_ends_the_act_as_failed_and_keeps_the_evidence(write_skill, skills_root, settings,
+                                                                        docker_client, tmp_path):
+    from orchestrator.config import load_settings
+    from orchestrator.sandbox.docker import SandboxRunner
+
+    _report_skill(write_skill)
+    broken = load_settings(cache_dir=tmp_path / "c", sandbox={"label_prefix": "orchtest",
+                                                              "image": "orchtest-no-such-image:never"})
+    runner = SandboxRunner(broken.sandbox, client=docker_client)
+    model = ScriptedModel([
+        tool_call_response("read_ref", path="SKILL.md"),
+        tool_call_response("run_script", path="scripts/make_report.py", args={"rows": [1]}),
+    ])
+    result = act("report", model, skills_root=skills_root, settings=broken, out_dir=tmp_path / "out",
+                 sandbox=runner)
+    assert result.status == "failed" and result.exit_reason == "sandbox_error"
+    assert "build-image" in result.next_step + result.final_message
+    assert [r.tool for r in result.evidence_summary] == ["read_ref", "run_script"]
+    assert result.where == "skill:report / tool:run_script"

@@ -79,26 +79,29 @@ def test_the_demo_goal_produces_a_validated_five_slide_deck_and_a_clean_trace(cl
     assert "brand-guidelines" in plan_text
 
 
-def test_a_second_identical_run_costs_fewer_tokens_and_no_more_tool_calls(cli_env, tmp_path):
+@pytest.mark.parametrize("scenario", sorted((REPO / "ops" / "scenarios").glob("*.yaml")), ids=lambda p: p.stem)
+def test_a_second_identical_run_costs_fewer_tokens_and_no_more_tool_calls(scenario: Path, cli_env, tmp_path):
     metrics = []
     for n in range(2):
-        proc = run_cli(
-            "run",
-            "--skills",
-            "skills",
-            "--out",
-            str(tmp_path / f"out{n}"),
-            "--model",
-            f"scripted:{SCENARIO}",
-            "--json",
-            env=cli_env,
-        )
+        proc = run_cli("run", "--skills", "skills", "--out", str(tmp_path / f"out{n}"), "--model",
+                       f"scripted:{scenario}", "--json", env=cli_env)
         assert proc.returncode == 0, proc.stdout + proc.stderr
         metrics.append(json.loads(proc.stdout)["metrics"])
     first, second = metrics
     assert second["tokens_in"] + second["tokens_out"] < first["tokens_in"] + first["tokens_out"]
     assert second["tool_calls"] <= first["tool_calls"]
-    assert second["memo_hits"] >= 1
+
+
+def test_a_second_run_replays_an_identical_script_run_without_a_container(cli_env, tmp_path):
+    results = []
+    for n in range(2):
+        proc = run_cli("run", "--skills", "skills", "--out", str(tmp_path / f"out{n}"), "--model",
+                       f"scripted:{SCENARIO}", "--json", env=cli_env)
+        results.append(json.loads(proc.stdout))
+    assert results[0]["metrics"]["containers"] == 1 and results[1]["metrics"]["containers"] == 0
+    assert results[1]["metrics"]["memo_hits"] >= 1
+    decks = [(tmp_path / f"out{n}" / "deck.pptx").read_bytes() for n in range(2)]
+    assert decks[0] == decks[1]
 
 
 def test_a_goal_with_a_bad_skills_folder_fails_with_an_actionable_error(cli_env, tmp_path):
@@ -130,3 +133,50 @@ def test_every_bundled_scenario_runs_its_own_goal_to_done(scenario: Path, cli_en
     result = json.loads(proc.stdout)
     assert result["status"] == "done" and result["goal"] == load_scenario(scenario).goal
     assert result["validation_stats"]["runs"] >= 2 and result["validation_stats"]["pass_rate"] > 0
+
+
+def write_scenario(path: Path, goal: str, steps: list[dict]) -> Path:
+    import yaml
+
+    path.write_text(yaml.safe_dump({"goal": goal, "steps": steps}, sort_keys=False))
+    return path
+
+
+def test_an_output_path_that_is_a_file_is_an_actionable_error(cli_env, tmp_path):
+    blocker = tmp_path / "taken"
+    blocker.write_text("a file, not a folder")
+    proc = run_cli("run", "--skills", "skills", "--out", str(blocker), "--model", f"scripted:{SCENARIO}", "--json",
+                   env=cli_env)
+    assert proc.returncode == 2, proc.stderr
+    error = json.loads(proc.stdout)
+    assert error["where"] == "output" and "--out" in error["next_step"]
+
+
+def test_a_plan_naming_unknown_skills_fails_at_the_plan_with_a_validation_report(cli_env, tmp_path):
+    bad_plan = {"purpose": "plan", "reply": {"content": '{"steps": [{"skill": "no-such-skill"}]}'}}
+    scenario = write_scenario(tmp_path / "s.yaml", "do something", [bad_plan, bad_plan])
+    proc = run_cli("run", "--skills", "skills", "--out", str(tmp_path / "out"), "--model", f"scripted:{scenario}",
+                   "--json", env=cli_env)
+    assert proc.returncode == 1
+    result = json.loads(proc.stdout)
+    assert result["status"] == "failed" and result["error"]["where"] == "plan"
+    assert "no-such-skill" in result["error"]["message"] and result["error"]["next_step"]
+    assert result["validation"]["pass"] is False and result["validation"]["violations"]
+
+
+def test_a_skill_whose_model_stops_answering_fails_the_goal_naming_the_skill(cli_env, tmp_path):
+    plan = {"purpose": "plan", "reply": {"content": json.dumps(
+        {"steps": [{"skill": "brand-guidelines", "outputs": [{"path": "brand.json", "kind": "json"}]},
+                   {"skill": "document-skills/pptx"}]})}}
+    write = {"purpose": "act", "reply": {"tool_calls": [
+        {"name": "write_artifact", "arguments": {"path": "brand.json", "text": "{\"name\": \"Acme\"}"}}]}}
+    scenario = write_scenario(tmp_path / "s.yaml", "brand then deck", [plan, write])
+    proc = run_cli("run", "--skills", "skills", "--out", str(tmp_path / "out"), "--model", f"scripted:{scenario}",
+                   "--json", env=cli_env)
+    assert proc.returncode == 1
+    result = json.loads(proc.stdout)
+    assert result["status"] == "failed" and result["error"]["where"].startswith("skill:brand-guidelines")
+    assert [s["skill_id"] for s in result["skills"]] == ["brand-guidelines"]  # the deck skill never started
+    [artifact] = result["artifacts"]
+    assert artifact["path"] == "brand.json" and artifact["partial"] is True
+    assert (tmp_path / "out" / "brand.json").exists()

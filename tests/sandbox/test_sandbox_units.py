@@ -86,9 +86,10 @@ def test_allowed_extensions_are_configurable_but_need_an_interpreter(skill):
         resolve_script(skill, "run.sh", (".py",))
 
 
-def test_the_launcher_header_names_interpreter_and_script_on_two_lines():
+def test_the_launcher_header_names_interpreter_script_and_the_in_container_limit():
     command = ScriptCommand(script="a b.py", target="a b.py", interpreter="python3")
-    assert command.launcher_header() == b"python3\n/skill/a b.py\n"
+    assert command.launcher_header(20) == b"python3\n/skill/a b.py\n22\n"
+    assert command.launcher_header(0.5) == b"python3\n/skill/a b.py\n3\n"
 
 
 def test_build_paths_are_normalised_or_refused():

@@ -15,7 +15,7 @@ from jinja2.sandbox import SandboxedEnvironment
 from pydantic import Field
 
 from orchestrator.act.context import ActContext
-from orchestrator.act.tools._base import MAX_VALUE_BYTES, ToolArgs, ToolOutcome, fail
+from orchestrator.act.tools._base import MAX_VALUE_BYTES, ToolArgs, ToolOutcome, fail, is_script
 from orchestrator.act.tools.reading import input_path
 from orchestrator.act.workspace import clean_build_path
 from orchestrator.errors import PathEscapeError, SandboxError, SkillError, ValidationRulesError
@@ -42,6 +42,8 @@ def write_artifact(ctx: ActContext, args: WriteArtifactArgs) -> ToolOutcome:
         rel = clean_build_path(args.path)
     except PathEscapeError as e:
         return ToolOutcome(ok=False, error=str(e), violation=f"write outside build/: {args.path}")
+    except ValueError as e:
+        return fail(str(e))
     try:
         data = (
             args.text.encode("utf-8") if args.text is not None else base64.b64decode(args.base64 or "", validate=True)
@@ -75,6 +77,8 @@ class TemplateExpandArgs(ToolArgs):
 
 
 def template_expand(ctx: ActContext, args: TemplateExpandArgs) -> ToolOutcome:
+    if is_script(ctx, args.template_path):
+        return fail(f"refused: {args.template_path} is a script; scripts are run with run_script, never expanded")
     try:
         if args.template_path.startswith("build/"):
             source = ctx.build.read_file(args.template_path).decode("utf-8")
@@ -84,10 +88,11 @@ def template_expand(ctx: ActContext, args: TemplateExpandArgs) -> ToolOutcome:
         return ToolOutcome(ok=False, error=str(e), violation=f"path escape: {args.template_path}")
     except (SkillError, FileNotFoundError, SandboxError, UnicodeDecodeError) as e:
         return fail(f"cannot read template {args.template_path}: {e}")
+    # No loader: a template cannot include or extend other files (and so cannot pull in a script's source).
     env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False)
     try:
         rendered = env.from_string(source).render(**args.data)
-    except jinja2.TemplateError as e:  # includes SecurityError and UndefinedError
+    except Exception as e:  # noqa: BLE001 - untrusted templates fail in many ways (SecurityError, TypeError, ...)
         return fail(f"template {args.template_path} failed: {type(e).__name__}: {e}")
     if args.output_path is None:
         shown, cut = cut_to_tokens(rendered, ctx.settings.disclosure.l3_max_tokens)
@@ -138,11 +143,14 @@ def _validate_schema(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
         if isinstance(schema, str):
             schema = json.loads(ctx.library.read_text(ctx.request.skill_id, schema)[0])
         if args.path is not None:
-            raw = (
-                ctx.build.read_file(args.path)
-                if args.path.startswith("build/")
-                else (input_path(ctx, args.path).read_bytes())
-            )
+            if is_script(ctx, args.path):
+                return fail(f"refused: {args.path} is a script; validate its output instead")
+            if args.path.startswith("build/"):
+                raw = ctx.build.read_file(args.path)
+            elif args.path.startswith("inputs/"):
+                raw = input_path(ctx, args.path).read_bytes()
+            else:
+                raw = ctx.library.read_text(ctx.request.skill_id, args.path)[0].encode("utf-8")
             import yaml
 
             instance = yaml.safe_load(raw.decode("utf-8")) if args.path.endswith((".yaml", ".yml")) else json.loads(raw)

@@ -13,6 +13,7 @@ from orchestrator.act.text import scrub_source_lines
 from orchestrator.act.tools._base import MAX_SCRIPT_FAILURES, ToolArgs, ToolOutcome, fail, is_script
 from orchestrator.act.tools.producing import record_write
 from orchestrator.errors import PathEscapeError, SandboxRefused, SkillError
+from orchestrator.sandbox.models import ScriptResult
 
 # --- running -----------------------------------------------------------------------------------------------------
 
@@ -74,14 +75,17 @@ def run_script(ctx: ActContext, args: RunScriptArgs) -> ToolOutcome:
         "violations": result.violations,
         "files_changed": [f"build/{p}" for p in changed],
     }
+    plain_text = _plain_text_result(result)
     if result.stdout_json is None and result.stdout_text:
         data["stdout_text"] = scrub_source_lines(result.stdout_text[:2000], text)
+        if plain_text:
+            data["note"] = "stdout was plain text, not JSON: kept as the script's text result"
     container = {
         "container": result.container,
         "cmd": rel,
         "exit_code": result.exit_code,
         "elapsed_ms": result.duration_ms,
-        "stdout_bytes": len(result.stdout_text or ""),
+        "stdout_bytes": result.stdout_bytes,
         "stderr_lines": result.stderr_lines,
         "timed_out": result.timed_out,
         "oom_killed": result.oom_killed,
@@ -89,7 +93,7 @@ def run_script(ctx: ActContext, args: RunScriptArgs) -> ToolOutcome:
     for path in changed:
         f = next(x for x in after if x.path == path)
         record_write(ctx, path, f.sha256, f.size)
-    if not result.ok:
+    if not result.ok and not plain_text:
         ctx.script_failures += 1
         left = MAX_SCRIPT_FAILURES - ctx.script_failures
         data["retry"] = (
@@ -106,9 +110,23 @@ def run_script(ctx: ActContext, args: RunScriptArgs) -> ToolOutcome:
             container=container,
         )
     ctx.memo.put(key, MemoEntry(step=ctx.step, tool="run_script", ok=True, content=data))
-    ctx.stdout_results.append(result.stdout_json)
+    ctx.stdout_results.append(result.stdout_json if result.stdout_json is not None else data.get("stdout_text"))
     ctx.new_replays[key] = (data, {p: next(x.sha256 for x in after if x.path == p) for p in changed})
     return ToolOutcome(ok=True, data=data, changed_files=changed, container=container)
+
+
+def _plain_text_result(result: ScriptResult) -> bool:
+    """A script that exited 0 within its limits but printed text instead of JSON still succeeded (its text is its
+    result, shown by the CLI); the sandbox contract asks for JSON, so the sandbox alone calls it not ok."""
+    return (
+        not result.ok
+        and result.exit_code == 0
+        and not result.timed_out
+        and not result.oom_killed
+        and not result.violations
+        and result.stdout_json is None
+        and bool(result.stdout_text.strip())
+    )
 
 
 def _inputs_state(ctx: ActContext) -> list[tuple[str, str]]:
