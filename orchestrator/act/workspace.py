@@ -22,6 +22,7 @@ class BuildArea(Protocol):
     def list_files(self) -> list[BuildFile]: ...
     def export(self, dest: Path) -> list[BuildFile]: ...
     def run_script(self, script: str, args: Any = None, *, timeout_s: float = 20) -> ScriptResult: ...
+    def take_pruned(self) -> list[str]: ...
     def close(self) -> None: ...
 
 
@@ -104,6 +105,9 @@ class LocalBuildArea:
             next_step="run with a Docker engine available (bash ops/setup.sh)",
         )
 
+    def take_pruned(self) -> list[str]:
+        return []
+
     def close(self) -> None:
         return None
 
@@ -135,7 +139,12 @@ class SandboxBuildArea:
         return self.job.write_file(clean_build_path(rel_path), data)  # type: ignore[no-any-return]
 
     def read_file(self, rel_path: str, *, max_bytes: int = 10 * 1024 * 1024) -> bytes:
-        return self.job.read_file(clean_build_path(rel_path), max_bytes=max_bytes)  # type: ignore[no-any-return]
+        rel = clean_build_path(rel_path)
+        # Only regular files that list_files reports: a symlinked folder planted by a script (build/root -> /)
+        # must not lead a read into the holder's own files or the skill's scripts.
+        if rel not in {f.path for f in self.list_files()}:
+            raise SandboxError(f"build/{rel} does not exist (or is not a regular file)", code="not_found")
+        return self.job.read_file(rel, max_bytes=max_bytes)  # type: ignore[no-any-return]
 
     def list_files(self) -> list[BuildFile]:
         return self.job.list_files() if self._job is not None else []
@@ -147,6 +156,9 @@ class SandboxBuildArea:
 
     def run_script(self, script: str, args: Any = None, *, timeout_s: float = 20) -> ScriptResult:
         return self.job.run_script(script, args, timeout_s=timeout_s)  # type: ignore[no-any-return]
+
+    def take_pruned(self) -> list[str]:
+        return self._job.take_pruned() if self._job is not None else []  # type: ignore[no-any-return]
 
     def close(self) -> None:
         if self._job is not None:

@@ -77,6 +77,11 @@ def run_cmd(
                 except SandboxRefused as e:
                     result = _refused(script, e)
                 job.export(build)
+                pruned = job.take_pruned()
+                if pruned:
+                    result = result.model_copy(update={
+                        "ok": False, "violations": [*result.violations, *pruned],
+                        "reason": result.reason or "the script left files that break the build/ contract (removed)"})
         finally:
             runner.close()
     except SandboxRefused as e:

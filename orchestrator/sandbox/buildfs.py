@@ -159,3 +159,37 @@ def read_single_file(chunks: Iterable[bytes], max_bytes: int) -> bytes:
 def stat_is_regular(path_stat: dict[str, object]) -> bool:
     mode = int(str(path_stat.get("mode", 0)))
     return not mode & GO_MODE_NOT_REGULAR
+
+
+# Run by python3 inside the holder after every script call. A tmpfs counts only the blocks a file really uses, so a
+# sparse file (``truncate -s 1T``) fits under the size limit yet would be copied out at its full apparent size; and a
+# name that is not UTF-8 cannot be reported. Such files are removed and named in the report (as repr()).
+PRUNE_SCRIPT = r"""
+import json, os, sys
+root, limit = sys.argv[1], int(sys.argv[2])
+removed, total = [], 0
+for folder, dirs, files in os.walk(root):
+    for name in files:
+        path = os.path.join(folder, name)
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not os.path.isfile(path) or os.path.islink(path):
+            continue
+        why = None
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            why = "name is not UTF-8"
+        if st.st_size > limit:
+            why = "apparent size %d bytes exceeds the %d-byte disk limit" % (st.st_size, limit)
+        elif st.st_size > st.st_blocks * 512 + 65536:
+            why = "sparse file: %d bytes apparent, %d allocated" % (st.st_size, st.st_blocks * 512)
+        if why is None:
+            total += st.st_size
+            continue
+        os.unlink(path)
+        removed.append({"path": repr(os.path.relpath(path, root))[1:-1], "why": why})
+print(json.dumps({"removed": removed, "apparent_bytes": total}))
+"""

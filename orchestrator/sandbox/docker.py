@@ -227,6 +227,8 @@ class SandboxJob:
         self._seq_lock = threading.Lock()
         self._call_lock = threading.Lock()
         self._closed = False
+        self._build_dirty = False  # a script ran since build/ was last checked (see _prune_build)
+        self._pruned: list[str] = []
 
     def __enter__(self) -> SandboxJob:
         return self
@@ -410,6 +412,7 @@ class SandboxJob:
                 self._discard(prepared)
                 if not self._closed and self.runner.prewarm != "off":
                     self._pending = self.runner.executor.submit(self._prepare)
+            self._build_dirty = True
         log.info(
             "sandbox.call",
             job=self.name,
@@ -459,7 +462,7 @@ class SandboxJob:
             oom = False
             if outcome == "eof" and exit_code not in (0, None):
                 state = self._api.inspect_container(prepared.id)["State"]
-                oom = bool(state.get("OOMKilled")) or exit_code == 137
+                oom = bool(state.get("OOMKilled"))
         return script_result(
             self.settings,
             self.disk_mb,
@@ -520,6 +523,32 @@ class SandboxJob:
             code = self._api.exec_inspect(exec_id).get("ExitCode")
         return int(code or 0), output.decode("utf-8", errors="replace")
 
+    def take_pruned(self) -> list[str]:
+        """Violations found since the last call (files removed from ``build/``), handed out once."""
+        pruned, self._pruned = self._pruned, []
+        return pruned
+
+    def _prune_build(self) -> None:
+        """Remove what scripts left in ``build/`` that breaks the disk contract (sparse or oversized files, names
+        that are not UTF-8) before anything is listed or copied out. Runs once after each call, when ``build/`` is
+        next read: scripts are the only writers that can leave such files, and none runs any more by then."""
+        if not self._build_dirty:
+            return
+        limit = self.disk_mb * 1024 * 1024
+        code, out = self._exec_holder(["python3", "-c", buildfs.PRUNE_SCRIPT, HOLDER_BUILD, str(limit)])
+        try:
+            removed = json.loads(out)["removed"] if code == 0 else []
+        except (ValueError, KeyError):
+            removed = []
+        if code != 0:
+            raise SandboxError(f"cannot check build/: {out.strip()[-300:]}", where=f"sandbox:{self.name}",
+                               retryable=True, code="prune_failed")
+        self._build_dirty = False
+        for item in removed:
+            violation = f"disk_limit: removed build/{item['path']} ({item['why']})"
+            log.warning("sandbox.build_pruned", job=self.name, violation=violation)
+            self._pruned.append(violation)
+
     def free_bytes(self) -> int:
         """Bytes still free in ``build/`` (the tmpfs as the kernel counts it)."""
         code, out = self._exec_holder(["df", "-P", "-B1", HOLDER_BUILD])
@@ -557,6 +586,7 @@ class SandboxJob:
     def read_file(self, rel_path: str, *, max_bytes: int = 10 * 1024 * 1024) -> bytes:
         """The content of the regular file ``build/rel_path`` (symlinks and folders refused)."""
         self._check_open()
+        self._prune_build()
         rel = safe_build_path(rel_path)
         where = f"sandbox:read_file:{rel}"
         with docker_errors(where):
@@ -579,6 +609,7 @@ class SandboxJob:
     def list_files(self) -> list[BuildFile]:
         """Every regular file in ``build/`` with its size and sha256."""
         self._check_open()
+        self._prune_build()
         with docker_errors(f"sandbox:{self.name}:list"):
             chunks, _ = self._api.get_archive(self.holder, HOLDER_BUILD)
             return buildfs.list_archive(chunks)
@@ -586,6 +617,7 @@ class SandboxJob:
     def export(self, dest: Path) -> list[BuildFile]:
         """Copy ``build/`` into the host folder ``dest`` (regular files only, nothing followed through symlinks)."""
         self._check_open()
+        self._prune_build()
         with docker_errors(f"sandbox:{self.name}:export"):
             chunks, _ = self._api.get_archive(self.holder, HOLDER_BUILD)
             return buildfs.extract_archive(chunks, Path(dest))

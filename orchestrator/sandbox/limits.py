@@ -202,7 +202,10 @@ def script_host_config(settings: SandboxSettings, mounts: list[Mount]) -> dict[s
         "nano_cpus": int(settings.cpus * 1_000_000_000),
         "pids_limit": settings.pids_limit,
         "read_only": True,
-        "tmpfs": {"/tmp": f"rw,nosuid,nodev,size={settings.tmp_size_mb}m,mode=1777"},
+        "tmpfs": {
+            "/tmp": f"rw,nosuid,nodev,size={settings.tmp_size_mb}m,nr_inodes={inode_limit(settings.tmp_size_mb)},"
+            "mode=1777"
+        },
         "shm_size": f"{settings.tmp_size_mb}m",
         "mounts": mounts,
     }
@@ -225,7 +228,14 @@ def holder_host_config(mounts: list[Mount]) -> dict[str, Any]:
 
 def build_volume_options(disk_mb: int, uid: int) -> dict[str, str]:
     """``local`` driver options of the size-limited tmpfs that is the job's ``build/`` (ENOSPC at the limit)."""
-    return {"type": "tmpfs", "device": "tmpfs", "o": f"size={disk_mb}m,uid={uid},gid={uid},mode=0755"}
+    options = f"size={disk_mb}m,nr_inodes={inode_limit(disk_mb)},uid={uid},gid={uid},mode=0755"
+    return {"type": "tmpfs", "device": "tmpfs", "o": options}
+
+
+def inode_limit(size_mb: int) -> int:
+    """Files (and folders) a tmpfs of ``size_mb`` may hold: empty files cost no blocks, only kernel memory, so the
+    count is capped too (about one per 10 KiB, at least 1024)."""
+    return max(1024, size_mb * 100)
 
 
 def overlay_volume_options(stub_dir: Path, skill_root: Path) -> dict[str, str] | None:

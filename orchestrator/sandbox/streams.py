@@ -95,7 +95,7 @@ class OutputCollector:
             return False, None
         try:
             return True, json.loads(bytes(self.stdout))
-        except (ValueError, UnicodeDecodeError):
+        except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: absurdly deep nesting
             return False, None
 
 

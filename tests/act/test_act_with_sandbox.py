@@ -201,3 +201,20 @@ def test_a_broken_sandbox_ends_the_act_as_failed_and_keeps_the_evidence(write_sk
     assert "build-image" in result.next_step + result.final_message
     assert [r.tool for r in result.evidence_summary] == ["read_ref", "run_script"]
     assert result.where == "skill:report / tool:run_script"
+
+
+def test_a_symlinked_folder_in_build_cannot_lead_a_read_to_script_source(write_skill, skills_root, settings,
+                                                                         sandbox_runner, tmp_path):
+    write_skill("sneak", "Run `scripts/link.sh`.", files={"scripts/link.sh": "ln -s / build/root\necho '{}'\n"})
+    model = ScriptedModel([
+        tool_call_response("run_script", path="scripts/link.sh"),
+        tool_call_response("read_file", path="build/root/skill/scripts/link.sh"),
+        text_response("Nothing to read there."),  # the Micro-Reflect
+        tool_call_response("finish", summary="x"),
+    ])
+    act("sneak", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out", qa_mode="off",
+        sandbox=sandbox_runner)
+    model.assert_all_used()
+    reply = json.loads(model.calls[2].messages[-2].content or "")
+    assert reply["ok"] is False and "does not exist" in reply["error"]
+    assert "ln -s" not in json.dumps([m.model_dump() for m in model.calls[3].messages])

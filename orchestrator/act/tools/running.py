@@ -62,6 +62,11 @@ def run_script(ctx: ActContext, args: RunScriptArgs) -> ToolOutcome:
     except SandboxRefused as e:
         return ToolOutcome(ok=False, error=str(e), violation=f"sandbox refused {rel}: {e.message}")
     after = ctx.build.list_files()
+    pruned = ctx.build.take_pruned()  # files the script left that break the build/ contract, already removed
+    if pruned:
+        result = result.model_copy(update={
+            "ok": False, "violations": [*result.violations, *pruned],
+            "reason": result.reason or "the script left files that break the build/ contract (removed)"})
     changed = tuple(f.path for f in after if before.get(f.path) != f.sha256)
     text = source.decode("utf-8", errors="replace")
     data: dict[str, Any] = {
