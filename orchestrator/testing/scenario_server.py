@@ -260,15 +260,17 @@ class ScenarioServer:
     ) -> None:
         if self.trace_path is None:
             return
-        record = {
+        # Each line IS the request body as received (``model``, ``messages``, ``tools``, …), so any reader of
+        # OpenAI request bodies can use the trace; what the server did with it sits under one reserved key.
+        meta = {
             "request": request_no,
             "step": step_no,
             "purpose": purpose,
             "path": path,
             "status": answer.status,
             "problems": problems,
-            "body": body,
         }
+        record = {**body, "_trace": meta} if isinstance(body, dict) else {"body": body, "_trace": meta}
         self.trace_path.parent.mkdir(parents=True, exist_ok=True)
         with self.trace_path.open("a", encoding="utf-8") as handle:
             handle.write(json.dumps(record, ensure_ascii=False) + "\n")

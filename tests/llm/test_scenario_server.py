@@ -247,12 +247,13 @@ def test_the_trace_file_gets_one_json_line_per_request(write_scenario, fast_sett
         with pytest.raises(ModelError):
             model.complete([user("second")], purpose="act")
     lines = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
-    assert [(r["request"], r["step"], r["purpose"], r["status"]) for r in lines] == [
+    meta = [r["_trace"] for r in lines]
+    assert [(r["request"], r["step"], r["purpose"], r["status"]) for r in meta] == [
         (1, 1, "plan", 200),
         (2, None, "act", 400),
     ]
-    assert lines[0]["body"]["messages"] == [{"role": "user", "content": "first"}]
-    assert lines[1]["body"]["messages"] == [{"role": "user", "content": "second"}]
+    assert lines[0]["messages"] == [{"role": "user", "content": "first"}]
+    assert lines[1]["messages"] == [{"role": "user", "content": "second"}]
 
 
 def test_the_trace_path_defaults_to_the_environment(

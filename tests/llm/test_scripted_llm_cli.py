@@ -79,7 +79,7 @@ def test_the_cli_serves_a_scenario_until_sigterm(tmp_path: Path) -> None:
     assert proc.returncode == 0, stderr
     assert "1/1 steps played, 0 mismatches" in stderr
     [line] = trace.read_text(encoding="utf-8").splitlines()
-    assert json.loads(line)["purpose"] == "act"
+    assert json.loads(line)["_trace"]["purpose"] == "act" and json.loads(line)["messages"]
 
 
 def test_strict_mode_exits_1_when_steps_were_never_requested(tmp_path: Path) -> None:
