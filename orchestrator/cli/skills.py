@@ -88,6 +88,11 @@ def list_skills(ctx: typer.Context, root: RootOption = Path("skills"), as_json: 
     """List every skill under ROOT (the L1 view) with its problems; broken skills are listed, never fatal."""
     library = _library(ctx, root, as_json)
     summaries = library.list()
+    # Folders that could not be searched hold no listable skill: say so on stderr (stdout stays the JSON array).
+    warn = Console(stderr=True, soft_wrap=True)
+    for problem in library.scan_problems:
+        if problem.code != "duplicate_id":  # those are listed on the skill itself
+            warn.print(f"[yellow]warning[/yellow] {escape(f'{problem.code}: {problem.message}')}", highlight=False)
     if as_json:
         emit_json([summary_json(s) for s in summaries])
         return

@@ -59,6 +59,7 @@ class _Found:
     id: str  # NFC, "/"-separated; "." for the root
     disk_rel: str  # the same path as it is spelled on disk
     folder: Path  # resolved absolute folder
+    scan_problems: tuple[Problem, ...] = ()  # e.g. an id that had to be disambiguated
 
 
 @dataclass(frozen=True)
@@ -129,9 +130,18 @@ class SkillLibrary:
             if SKILL_MD in names:
                 skill_id = unicodedata.normalize("NFC", display_text(disk_rel))
                 if skill_id in found:
-                    shown = display_text(disk_rel)
-                    first = display_text(found[skill_id].disk_rel)
-                    problems.append(_problem("duplicate_id", f"{shown} has the same id as {first}", shown))
+                    # Two folders that read alike (NFC/NFD spellings, different undecodable bytes): keep both. The
+                    # one spelled exactly like the id keeps it; the other is listed under its own exact spelling
+                    # (undecodable bytes as \xNN), so no skill silently disappears.
+                    here = _Found(skill_id, disk_rel, folder)
+                    if disk_rel == skill_id:
+                        here, found[skill_id] = found[skill_id], here
+                    unique = _escaped_id(here.disk_rel, found)
+                    clash = _problem(
+                        "duplicate_id", f"{unique} reads like {skill_id}; listed under its exact spelling", unique
+                    )
+                    problems.append(clash)
+                    found[unique] = _Found(unique, here.disk_rel, here.folder, (clash,))
                 else:
                     found[skill_id] = _Found(skill_id, disk_rel, folder)
             subdirs = []
@@ -150,8 +160,11 @@ class SkillLibrary:
         return self._found
 
     def _lookup(self, skill_id: str) -> _Found:
-        wanted = unicodedata.normalize("NFC", posixpath.normpath(skill_id.strip("/") or "."))
+        exact = posixpath.normpath(skill_id.strip("/") or ".")
         found = self._found if self._found is not None else self._scan()
+        if exact in found:  # an id spelled out exactly (the disambiguated ones are not NFC)
+            return found[exact]
+        wanted = unicodedata.normalize("NFC", exact)
         if wanted not in found:
             found = self._scan()
         if wanted in found:
@@ -229,7 +242,7 @@ class SkillLibrary:
             name=p.name,
             description=p.description,
             path=display_text(str(f.folder)),
-            problems=loaded.problems,
+            problems=[*f.scan_problems, *loaded.problems],
             l1_tokens=estimate_tokens(l1_text),
         )
 
@@ -409,3 +422,12 @@ def _skill_problem(
     code: str, message: str, *, severity: Severity = "error", field: str | None = None
 ) -> Problem:
     return Problem(code=code, message=message, severity=severity, path=SKILL_MD, field=field)
+
+
+def _escaped_id(disk_rel: str, taken: dict[str, _Found]) -> str:
+    """An id for a folder whose normal id is taken: its exact spelling, undecodable bytes as ``\\xNN``."""
+    base = disk_rel.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    candidate, n = base, 2
+    while candidate in taken:
+        candidate, n = f"{base}#{n}", n + 1
+    return candidate

@@ -270,9 +270,13 @@ def test_reads_go_through_the_shared_cache_and_unchanged_content_is_recognised(
     assert cache.read(folder.resolve() / "SKILL.md").changed
 
 
-def test_two_folders_with_the_same_nfc_id_keep_the_first_and_report_the_other(make_skill, skills_root):
+def test_two_folders_with_the_same_nfc_id_are_both_listed_the_second_under_its_exact_spelling(
+    make_skill, skills_root
+):
     make_skill(unicodedata.normalize("NFC", "é-notes"), name=None)
     make_skill(unicodedata.normalize("NFD", "é-notes"), name=None)
     library = SkillLibrary(skills_root)
-    assert [s.id for s in library.list()] == ["é-notes"]
+    listed = library.list()
+    assert sorted(s.id for s in listed) == sorted(unicodedata.normalize(f, "é-notes") for f in ("NFC", "NFD"))
     assert [p.code for p in library.scan_problems] == ["duplicate_id"]
+    assert sum(any(p.code == "duplicate_id" for p in s.problems) for s in listed) == 1
