@@ -180,3 +180,32 @@ def test_a_skill_whose_model_stops_answering_fails_the_goal_naming_the_skill(cli
     [artifact] = result["artifacts"]
     assert artifact["path"] == "brand.json" and artifact["partial"] is True
     assert (tmp_path / "out" / "brand.json").exists()
+
+
+def test_input_files_reach_skills_read_only_and_stdout_results_are_printed(cli_env, tmp_path):
+    skill = tmp_path / "skills" / "csv-stats"
+    (skill / "scripts").mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: csv-stats\ndescription: Count the rows of a CSV input.\n---\n"
+                                    "Run `scripts/stats.py` with {\"csv\": \"/inputs/NAME.csv\"}.\n")
+    (skill / "scripts" / "stats.py").write_text(
+        "import csv, json, sys\nargs = json.load(sys.stdin)\n"
+        "rows = list(csv.reader(open(args['csv'], newline='')))\n"
+        "try:\n    open(args['csv'], 'a').write('tamper')\n    tampered = True\n"
+        "except OSError:\n    tampered = False\n"
+        "print(json.dumps({'rows': len(rows) - 1, 'tampered': tampered}))\n")
+    data = tmp_path / "sales.csv"
+    data.write_text("region,amount\nnorth,1\nsouth,2\neast,3\n")
+    plan = {"purpose": "plan", "expect": {"contains": ["sales.csv"]},
+            "reply": {"content": json.dumps({"steps": [{"skill": "csv-stats", "expected": "the row count"}]})}}
+    run = {"purpose": "act", "expect": {"contains": ["sales.csv"]}, "reply": {"tool_calls": [
+        {"name": "run_script", "arguments": {"path": "scripts/stats.py", "args": {"csv": "/inputs/sales.csv"}}}]}}
+    finish = {"purpose": "act", "expect": {"last_tool_result_contains": ['"rows": 3']},
+              "reply": {"tool_calls": [{"name": "finish", "arguments": {"summary": "3 rows"}}]}}
+    semantic = {"purpose": "semantic", "reply": {"content": json.dumps(
+        {"pass": True, "missing": [], "violations": [], "rationale": "the count was reported"})}}
+    scenario = write_scenario(tmp_path / "s.yaml", "How many rows are in sales.csv?", [plan, run, finish, semantic])
+    proc = run_cli("run", "--skills", str(tmp_path / "skills"), "--out", str(tmp_path / "out"), "--input", str(data),
+                   "--model", f"scripted:{scenario}", env=cli_env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert '"rows": 3' in proc.stdout and '"tampered": false' in proc.stdout
+    assert data.read_text() == "region,amount\nnorth,1\nsouth,2\neast,3\n"
