@@ -77,6 +77,10 @@ def locate(root: Path, path: str, base: str = ".") -> Located:
     if rel is None:
         return Located(Verdict.ESCAPE, reason="'..' leaves the skill folder")
     located = _resolve(root, rel)
+    if located.verdict is Verdict.INSIDE and located.exists and path.endswith("/") and not located.is_dir:
+        # "file.md/" names a folder; on a regular file the kernel answers ENOTDIR, so it does not exist.
+        return Located(Verdict.INSIDE, rel=located.rel, resolved=located.resolved, exists=False,
+                       reason="a trailing '/' names a folder, but this is a file")
     if located.verdict is Verdict.INSIDE and not located.exists:
         for form in ("NFC", "NFD"):
             other = unicodedata.normalize(form, rel)

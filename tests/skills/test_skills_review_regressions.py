@@ -61,3 +61,10 @@ def test_one_huge_word_does_not_make_reference_parsing_quadratic(make_skill, ski
     make_skill("long", body=body + "\n")
     skill = SkillLibrary(skills_root).get("long")
     assert skill.body_tokens > 100_000
+
+
+def test_a_link_with_a_trailing_slash_to_a_file_does_not_exist(make_skill, skills_root: Path):
+    make_skill("slash", body="See [the guide](docs/guide.md/) and [the folder](docs/).\n",
+               files={"docs/guide.md": "# Guide\n"})
+    refs = {r.ref: r.exists for r in SkillLibrary(skills_root).get("slash").references}
+    assert refs["docs/guide.md/"] is False and refs["docs/"] is True
