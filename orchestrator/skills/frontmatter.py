@@ -295,8 +295,7 @@ def _required_text(fields: _Fields, key: str, problems: _Collector) -> str | Non
             line=line,
             field=key,
         )
-        value = value.rstrip("\n")
-    return value
+    return value  # exactly the YAML value (a clipped block scalar keeps its final newline)
 
 
 def _check_name(name: str, line: int, folder_name: str | None, problems: _Collector) -> None:
@@ -344,7 +343,7 @@ def _optional_text(fields: _Fields, key: str, problems: _Collector) -> str | Non
         return None
     value, line, style = fields[key]
     if isinstance(value, str):
-        return value.rstrip("\n") if style else value
+        return value
     problems.add(
         "field_invalid", f"'{key}' should be a string, found {_kind(value)}", "warning", line=line, field=key
     )

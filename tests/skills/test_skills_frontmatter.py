@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from orchestrator.skills.frontmatter import parse_skill_md
 
@@ -57,9 +58,10 @@ def test_a_bom_and_crlf_line_endings_are_each_reported_and_the_fields_still_read
     assert all(p.severity == "warning" for p in parsed.problems)
 
 
-def test_a_folded_description_is_unfolded_without_the_trailing_newline_and_reported():
-    parsed = parse("---\nname: demo\ndescription: >\n  First line\n  continues here.\n---\nbody\n")
-    assert parsed.description == "First line continues here."
+def test_a_folded_description_is_exactly_the_yaml_value_and_reported():
+    text = "---\nname: demo\ndescription: >\n  First line\n  continues here.\n---\nbody\n"
+    parsed = parse(text)
+    assert parsed.description == "First line continues here.\n" == yaml.safe_load(text.split("---")[1])["description"]
     problem = parsed.problems[0]
     assert (problem.code, problem.field, problem.line, problem.severity) == (
         "block_scalar",
@@ -71,7 +73,7 @@ def test_a_folded_description_is_unfolded_without_the_trailing_newline_and_repor
 
 def test_a_literal_block_description_keeps_its_inner_newlines():
     parsed = parse("---\nname: demo\ndescription: |\n  one\n  two\n---\n")
-    assert parsed.description == "one\ntwo"
+    assert parsed.description == "one\ntwo\n"
     assert codes(parsed) == ["block_scalar"]
 
 
