@@ -19,7 +19,7 @@ from orchestrator.act.context import ActContext
 from orchestrator.act.evidence import build_artifacts, initial_messages, log_step, persist_success
 from orchestrator.act.memo import canonical_digest
 from orchestrator.act.models import ActResult, ExitReason, StepRecord, Unmet
-from orchestrator.act.tools import TOOLS, ToolOutcome, tool_specs
+from orchestrator.act.tools import TOOLS, ToolOutcome, tool_name, tool_specs
 from orchestrator.errors import ModelError, OrchestratorError, SandboxError, SandboxRefused
 from orchestrator.llm.interface import ChatModel, Message, ModelResponse, ToolCall
 from orchestrator.logs import get_logger
@@ -168,7 +168,7 @@ def _apply_all(loop: _Loop, response: ModelResponse) -> Exit | None:
 
 
 def _apply(ctx: ActContext, call: ToolCall) -> ToolOutcome:
-    tool = TOOLS.get(call.name)
+    tool = TOOLS.get(call.name) or TOOLS.get(tool_name(call.name))
     if tool is None:
         return ToolOutcome(ok=False, error=f"unknown tool {call.name!r}; available: {', '.join(TOOLS)}")
     try:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Sequence
+from pathlib import PurePosixPath
 from typing import Any, get_args
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, field_validator
 
 from orchestrator.errors import ModelError, WorkflowError
 from orchestrator.llm.interface import ChatModel, Message, ModelResponse
@@ -28,6 +29,18 @@ class PlanStep(BaseModel):
     expected: str = ""
     outputs: list[PlannedOutput] = []
 
+    @field_validator("outputs", mode="before")
+    @classmethod
+    def _outputs_may_be_file_names(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [{"path": v, "kind": PurePosixPath(v).suffix or "any"} if isinstance(v, str) else v for v in value]
+        return value
+
+    @field_validator("expected", "why", mode="before")
+    @classmethod
+    def _text(cls, value: Any) -> Any:
+        return "; ".join(map(str, value)) if isinstance(value, list) else value
+
     def expected_outputs(self) -> ExpectedOutputs:
         required = [
             RequiredFile.model_validate(
@@ -45,6 +58,11 @@ class PlanStep(BaseModel):
 class Plan(BaseModel):
     steps: list[PlanStep] = Field(min_length=1)
     evaluation: list[str] = []
+
+    @field_validator("evaluation", mode="before")
+    @classmethod
+    def _evaluation_may_be_one_text(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
 
 
 class PlanOutcome(BaseModel):
@@ -132,7 +150,7 @@ def _call(model: ChatModel, messages: list[Message]) -> ModelResponse:
 
 def _parse(text: str, known: set[str]) -> tuple[str, Plan | None]:
     try:
-        data: Any = json.loads(_strip_fence(text))
+        data: Any = _normalise(json.loads(_strip_fence(text)))
         plan = Plan.model_validate(data)
     except json.JSONDecodeError as e:
         return f"not JSON ({e})", None
@@ -142,6 +160,28 @@ def _parse(text: str, known: set[str]) -> tuple[str, Plan | None]:
     if unknown:
         return f"unknown skill ids {unknown}; choose from {sorted(known)}", None
     return "", plan
+
+
+def _normalise(data: Any) -> Any:
+    """Accept the plan shapes models commonly give: a bare list of steps, ``{"skills": [...]}``, ids as strings,
+    and ``id``/``skill_id`` for ``skill``; anything else is left for validation to reject with its reason."""
+    if isinstance(data, list):
+        data = {"steps": data}
+    if isinstance(data, dict) and "steps" not in data and isinstance(data.get("skills"), list):
+        data = {**{k: v for k, v in data.items() if k != "skills"}, "steps": data["skills"]}
+    if isinstance(data, dict) and isinstance(data.get("steps"), list):
+        steps = []
+        for step in data["steps"]:
+            if isinstance(step, str):
+                step = {"skill": step}
+            elif isinstance(step, dict) and "skill" not in step:
+                for key in ("id", "skill_id", "name"):
+                    if key in step:
+                        step = {**{k: v for k, v in step.items() if k != key}, "skill": step[key]}
+                        break
+            steps.append(step)
+        data = {**data, "steps": steps}
+    return data
 
 
 def _strip_fence(text: str) -> str:

@@ -461,3 +461,24 @@ def test_rereading_documents_is_not_a_reference_cycle_unless_the_skill_has_one(w
     result = act("loop", looping, skills_root=skills_root, settings=settings, out_dir=tmp_path / "o2")
     assert result.exit_reason == "reference_cycle" and "a.md" in result.final_message
     assert result.status == "unmet"
+
+
+def test_tool_and_argument_spellings_from_the_design_documents_are_understood(write_skill, skills_root, settings,
+                                                                              tmp_path):
+    import base64
+
+    write_skill("s", "Spellings.", files={"t.j2": "Hello {{ who }}"})
+    model = ScriptedModel([
+        tool_calls_response(
+            tool_call("writeArtifact", rel_path="a.bin", bytes=base64.b64encode(b"\x00\x01").decode()),
+            tool_call("templateExpand", templatePath="t.j2", json={"who": "Acme"}, output_path="hello.txt"),
+            tool_call("blackboard.put", key="k", value=1),
+        ),
+        tool_call_response("finish", summary="x", outputs=["build/a.bin", "build/hello.txt"]),
+    ])
+    result = act("s", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out",
+                 expected=expect_files("a.bin", "hello.txt"))
+    assert all(json.loads(m.content or "")["ok"] for m in model.calls[1].messages if m.role == "tool")
+    assert (tmp_path / "out" / "a.bin").read_bytes() == b"\x00\x01"
+    assert (tmp_path / "out" / "hello.txt").read_text() == "Hello Acme"
+    assert result.status == "done"

@@ -6,6 +6,8 @@ sees the reason. Only misuse or infrastructure failures propagate (a ``SandboxEr
 
 from __future__ import annotations
 
+import re
+
 from orchestrator.act.tools._base import Tool, ToolArgs, ToolOutcome, fail, is_script
 from orchestrator.act.tools.producing import (
     BlackboardGetArgs,
@@ -38,7 +40,7 @@ from orchestrator.act.tools.reading import (
 from orchestrator.act.tools.running import RunScriptArgs, run_script
 from orchestrator.llm.interface import ToolSpec
 
-__all__ = ["TOOLS", "Tool", "ToolArgs", "ToolOutcome", "fail", "is_script", "tool_specs"]
+__all__ = ["TOOLS", "Tool", "ToolArgs", "ToolOutcome", "fail", "is_script", "tool_name", "tool_specs"]
 
 TOOLS: dict[str, Tool] = {
     t.name: t
@@ -104,6 +106,11 @@ TOOLS: dict[str, Tool] = {
         ),
     )
 }
+
+
+def tool_name(name: str) -> str:
+    """The snake_case tool name for a spelling from the design documents (``readSkillMd``, ``blackboard.put``)."""
+    return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name.strip()).replace(".", "_").replace("-", "_").lower()
 
 
 def tool_specs() -> list[ToolSpec]:

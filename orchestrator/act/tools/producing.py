@@ -12,7 +12,7 @@ from typing import Any
 import jinja2
 import jsonschema
 from jinja2.sandbox import SandboxedEnvironment
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 from orchestrator.act.context import ActContext
 from orchestrator.act.tools._base import MAX_VALUE_BYTES, ToolArgs, ToolOutcome, fail, is_script
@@ -30,9 +30,16 @@ def record_write(ctx: ActContext, rel: str, sha: str, size: int) -> tuple[str, b
 
 
 class WriteArtifactArgs(ToolArgs):
-    path: str = Field(description="Path under build/ (e.g. 'outline.json' or 'build/outline.json').")
-    text: str | None = Field(None, description="Text content.")
-    base64: str | None = Field(None, description="Binary content, base64-encoded (instead of text).")
+    path: str = Field(
+        description="Path under build/ (e.g. 'outline.json' or 'build/outline.json').",
+        validation_alias=AliasChoices("path", "rel_path", "relPathUnderBuild", "rel_path_under_build"),
+    )
+    text: str | None = Field(None, description="Text content.", validation_alias=AliasChoices("text", "content"))
+    base64: str | None = Field(
+        None,
+        description="Binary content, base64-encoded (instead of text).",
+        validation_alias=AliasChoices("base64", "bytes", "bytes_base64", "data_base64"),
+    )
 
 
 def write_artifact(ctx: ActContext, args: WriteArtifactArgs) -> ToolOutcome:
@@ -71,9 +78,20 @@ def write_artifact(ctx: ActContext, args: WriteArtifactArgs) -> ToolOutcome:
 
 
 class TemplateExpandArgs(ToolArgs):
-    template_path: str = Field(description="Jinja2 template in the skill root or build/.")
-    data: dict[str, Any] = Field(default_factory=dict, description="Variables for the template.")
-    output_path: str | None = Field(None, description="Write the result to this path under build/.")
+    template_path: str = Field(
+        description="Jinja2 template in the skill root or build/.",
+        validation_alias=AliasChoices("template_path", "templatePath", "template", "path"),
+    )
+    data: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Variables for the template.",
+        validation_alias=AliasChoices("data", "json", "variables", "context"),
+    )
+    output_path: str | None = Field(
+        None,
+        description="Write the result to this path under build/.",
+        validation_alias=AliasChoices("output_path", "outputPath", "output", "out"),
+    )
 
 
 def template_expand(ctx: ActContext, args: TemplateExpandArgs) -> ToolOutcome:
@@ -101,10 +119,21 @@ def template_expand(ctx: ActContext, args: TemplateExpandArgs) -> ToolOutcome:
 
 
 class ValidateArgs(ToolArgs):
-    path: str | None = Field(None, description="A JSON/YAML file to check (build/NAME or inputs/NAME).")
-    object: Any = Field(None, description="A JSON value to check against the schema (instead of path).")
+    path: str | None = Field(
+        None,
+        description="A JSON/YAML file to check (build/NAME or inputs/NAME).",
+        validation_alias=AliasChoices("path", "file", "file_path", "filePath"),
+    )
+    object: Any = Field(
+        None,
+        description="A JSON value to check against the schema (instead of path).",
+        validation_alias=AliasChoices("object", "value", "instance"),
+    )
     schema_: dict[str, Any] | str | None = Field(
-        None, alias="schema", description="JSON Schema (inline, or a path in the skill root)."
+        None,
+        description="JSON Schema (inline, or a path in the skill root).",
+        validation_alias=AliasChoices("schema", "schema_ref", "schemaRef"),
+        serialization_alias="schema",
     )
     rules: dict[str, Any] | None = Field(
         None, description="Contract rules (required/limits/allowed_extensions) checked against build/."

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 from orchestrator.act.context import ActContext
 from orchestrator.act.text import diff_summary, summarize_text
@@ -125,7 +125,11 @@ def read_ref(ctx: ActContext, args: ReadRefArgs) -> ToolOutcome:
 
 
 class ListFilesArgs(ToolArgs):
-    glob: str = Field("**/*", description="Glob relative to the skill root; 'build/**' lists outputs so far.")
+    glob: str = Field(
+        "**/*",
+        description="Glob relative to the skill root; 'build/**' lists outputs so far.",
+        validation_alias=AliasChoices("glob", "pattern"),
+    )
 
 
 def list_files(ctx: ActContext, args: ListFilesArgs) -> ToolOutcome:
@@ -191,7 +195,11 @@ def read_file(ctx: ActContext, args: ReadFileArgs) -> ToolOutcome:
 
 class SummarizeArgs(ToolArgs):
     text: str | None = None
-    path: str | None = Field(None, description="A file in the skill root, build/ or inputs/.")
+    path: str | None = Field(
+        None,
+        description="A file in the skill root, build/ or inputs/.",
+        validation_alias=AliasChoices("path", "file", "file_path", "filePath"),
+    )
     max_items: int = Field(8, ge=1, le=40)
 
 
@@ -229,8 +237,8 @@ def _load_text(ctx: ActContext, path: str) -> str | ToolOutcome:
 
 
 class DiffArgs(ToolArgs):
-    a_path: str
-    b_path: str
+    a_path: str = Field(validation_alias=AliasChoices("a_path", "aPath", "a"))
+    b_path: str = Field(validation_alias=AliasChoices("b_path", "bPath", "b"))
 
 
 def diff(ctx: ActContext, args: DiffArgs) -> ToolOutcome:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from pydantic import Field
+from pydantic import AliasChoices, Field
 
 from orchestrator.act.context import ActContext
 from orchestrator.act.memo import MemoEntry, ScriptReplay, canonical_digest
@@ -19,8 +19,15 @@ from orchestrator.sandbox.models import ScriptResult
 
 
 class RunScriptArgs(ToolArgs):
-    path: str = Field(description="Script path relative to the skill root (.py, .sh or .js).")
-    args: dict[str, Any] | list[Any] | None = Field(None, description="JSON given to the script on stdin.")
+    path: str = Field(
+        description="Script path relative to the skill root (.py, .sh or .js).",
+        validation_alias=AliasChoices("path", "script", "script_path"),
+    )
+    args: dict[str, Any] | list[Any] | None = Field(
+        None,
+        description="JSON given to the script on stdin.",
+        validation_alias=AliasChoices("args", "args_json", "argsJson", "arguments", "input"),
+    )
 
 
 def run_script(ctx: ActContext, args: RunScriptArgs) -> ToolOutcome:
