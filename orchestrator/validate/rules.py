@@ -311,7 +311,11 @@ def _load_schema(name: str, base: Path, where: str) -> dict[str, Any]:
     try:
         relative = _relative_parts(name, "schema path")
     except ValueError as e:
-        raise ValidationRulesError(f"{where}: {e}", where="validate:rules") from e
+        raise ValidationRulesError(
+            f"{where}: {e}",
+            where="validate:rules",
+            next_step=f"give the schema path relative to {base} (schemas stay inside that folder)",
+        ) from e
     root = base.resolve()
     path = (root / relative).resolve()
     if not path.is_relative_to(root):
