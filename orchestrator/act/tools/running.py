@@ -63,7 +63,7 @@ def run_script(ctx: ActContext, args: RunScriptArgs) -> ToolOutcome:
     replay = ctx.prior.attempts.get(key)
     if replay is not None and ctx.store is not None and (outcome := _replay(ctx, key, replay)) is not None:
         return outcome
-    before = {f.path: f.sha256 for f in ctx.build.list_files()}
+    before = dict(build_state)  # nothing wrote to build/ since it was listed for the memo key
     try:
         result = ctx.build.run_script(rel, args.args, timeout_s=ctx.request.budgets.script_timeout_s)
     except SandboxRefused as e:
