@@ -64,6 +64,14 @@ def start_goal(request: GoalRequest, out_dir: Path, settings: Settings) -> GoalS
     work_dir = settings.cache_dir / "jobs" / job_id
     inputs_dir = work_dir / "inputs"
     try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise WorkflowError(
+            f"cannot use {out_dir} as the output folder: {e.strerror or e}",
+            where="output",
+            next_step="pass --out DIR naming a folder you can write (it is created when missing)",
+        ) from e
+    try:
         inputs_dir.mkdir(parents=True, exist_ok=True)
     except OSError as e:
         raise WorkflowError(
@@ -79,14 +87,6 @@ def start_goal(request: GoalRequest, out_dir: Path, settings: Settings) -> GoalS
                 next_step="pass existing files with --input PATH",
             )
         shutil.copyfile(path, inputs_dir / path.name)
-    try:
-        out_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as e:
-        raise WorkflowError(
-            f"cannot use {out_dir} as the output folder: {e.strerror or e}",
-            where="output",
-            next_step="pass --out DIR naming a folder you can write (it is created when missing)",
-        ) from e
     return GoalState(request=request, job_id=job_id, out_dir=out_dir.resolve(), work_dir=work_dir)
 
 
