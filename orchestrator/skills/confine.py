@@ -4,6 +4,10 @@ A relative path is joined to its base, normalised lexically (``..`` may not clim
 resolved with symlinks followed; the resolved path must still be inside the resolved root. Absolute paths
 (POSIX, ``~``, Windows drive or UNC) are refused outright. Nothing outside the root is ever opened or reported
 as existing.
+
+A path that exists only under another letter case (``FORMS.md`` for ``forms.md``: skills written on macOS or
+Windows) is found too, when exactly one name matches in each folder; the result says so (``case_differs``) and
+names the file as it is spelled on disk, so callers can warn and the sandbox (case-sensitive) gets the real name.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import posixpath
 import re
 import unicodedata
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 
@@ -44,6 +48,7 @@ class Located:
     exists: bool = False
     is_dir: bool = False
     reason: str = ""
+    case_differs: bool = False  # found only by ignoring letter case; ``rel`` is the spelling on disk
 
 
 def display_text(name: str) -> str:
@@ -88,7 +93,38 @@ def locate(root: Path, path: str, base: str = ".") -> Located:
                 alt = _resolve(root, other)
                 if alt.verdict is not Verdict.INSIDE or alt.exists:
                     return alt
+        folded = _case_insensitive(root, rel)
+        if folded is not None and folded != rel:
+            alt = _resolve(root, folded)
+            if alt.verdict is not Verdict.INSIDE or alt.exists:
+                return replace(alt, case_differs=alt.verdict is Verdict.INSIDE)
     return located
+
+
+def _case_insensitive(root: Path, rel: str) -> str | None:
+    """``rel`` spelled as on disk when each segment matches exactly one name ignoring case; else None.
+
+    Each folder is listed only after it resolved inside ``root``, so no folder outside is ever listed.
+    """
+    parts: list[str] = []
+    for segment in rel.split("/"):
+        folder = root.joinpath(*parts)
+        try:
+            if not folder.resolve(strict=True).is_relative_to(root):
+                return None
+            with os.scandir(folder) as it:
+                names = [e.name for e in it]
+        except (OSError, RuntimeError):
+            return None
+        if segment in names:
+            parts.append(segment)
+            continue
+        wanted = unicodedata.normalize("NFC", segment).casefold()
+        matches = [n for n in names if unicodedata.normalize("NFC", display_text(n)).casefold() == wanted]
+        if len(matches) != 1:
+            return None  # none, or ambiguous (Forms.md and forms.md): never guess
+        parts.append(matches[0])
+    return "/".join(parts)
 
 
 def _resolve(root: Path, rel: str) -> Located:

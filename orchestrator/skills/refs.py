@@ -8,10 +8,19 @@
    the document's folder). A token is a reference when it is *explicit* (``./x``, ``../x.md``, or
    ``dir/file.ext`` with a known extension) or when it names something that exists (``editing.md``,
    ``scripts/``). Bare words, ``e.g.``, ``and/or``, URLs, domains, ``@scope/pkg`` and templated names
-   (``slide{N}.xml``) never are.
+   (``slide{N}.xml``) never are. Absolute paths in text (``/tmp/out.png``, ``/path/to/file``,
+   ``~/.config/x``) name places on the machine that runs the skill, not files of the skill: they are not
+   references (an absolute *link* is still refused and reported).
 3. **Globs**: tokens with ``*`` (``templates/*.html``, ``**/*.md``, ``*.txt``) expanded inside the skill
    folder. A glob with a folder part that matches nothing is reported (``glob_no_match``); a bare ``*.ext``
    that matches nothing is ignored, since it is almost always a shell pattern about the user's files.
+
+In code (code spans and fenced blocks) a path or glob whose first folder the skill does not have is an example
+of the user's project or of a document's inside (``src/index.ts``, ``ppt/presentation.xml``, ``"./dist"``): it
+counts only if it exists. Under a folder the skill has (``scripts/missing.py``) a missing file is reported.
+
+A reference whose letter case differs from the file on disk (``FORMS.md`` for ``forms.md``) resolves to that
+file, with a ``reference_case`` warning.
 
 Paths into the runtime's own areas (``work_dirs``, e.g. ``build/`` for outputs and ``inputs/`` or ``/inputs/``
 for a goal's inputs) are what a run writes or receives, not files of the skill: unless the skill ships such a
@@ -52,8 +61,6 @@ swift dart vue svelte proto graphql gql ipynb zip tar gz tgz wasm lock log mp3 m
 npy parquet dot mmd puml
 """
 KNOWN_EXTENSIONS = frozenset(_EXTENSIONS.split())
-_FHS = "etc home root tmp var usr proc dev mnt opt bin sbin lib srv sys boot run media Users Library"
-_FHS_ROOTS = frozenset(_FHS.split())  # first folders that make an absolute path in prose a file reference
 # The look-behind makes a URL start only where a word starts, and the scheme is bounded: without both, a long word
 # is rescanned from every position (quadratic time on one 200 KB word).
 _URL = re.compile(r"(?<![A-Za-z0-9+.\-])(?:[A-Za-z][A-Za-z0-9+.\-]{0,31}://|mailto:|www\.)\S*")
@@ -72,6 +79,7 @@ class _Candidate:
     text: str  # as written
     line: int | None  # 1-based line in the document
     strong: bool = True  # reported even when missing
+    in_code: bool = False  # from a code span or a fenced/indented code block
 
 
 @dataclass
@@ -113,7 +121,7 @@ def extract(text: str, line_offset: int = 0) -> _Extracted:
     env: dict = {}
     md = _markdown()
     tokens = md.parse(text, env)
-    prose: list[tuple[str, int | None]] = []  # code and prose text with its line
+    prose: list[tuple[str, int | None, bool]] = []  # code and prose text with its line and whether it is code
 
     def line_of(token: Token) -> int | None:
         return token.map[0] + 1 + line_offset if token.map else None
@@ -123,7 +131,7 @@ def extract(text: str, line_offset: int = 0) -> _Extracted:
         if token.type in ("fence", "code_block"):
             first = (line or 0) + (1 if token.type == "fence" else 0)
             for i, code_line in enumerate(token.content.split("\n")):
-                prose.append((code_line, first + i if line else None))
+                prose.append((code_line, first + i if line else None, True))
         elif token.type == "html_block":
             out.links.extend(_Candidate(h, line) for h in _html_refs(token.content))
         elif token.type == "inline":
@@ -137,20 +145,20 @@ def extract(text: str, line_offset: int = 0) -> _Extracted:
                 elif child.type == "html_inline":
                     out.links.extend(_Candidate(h, line) for h in _html_refs(child.content))
                 elif child.type == "code_inline" or child.type == "text":
-                    prose.append((child.content, line))
+                    prose.append((child.content, line, child.type == "code_inline"))
     seen_links = {c.text for c in out.links}
     for definition in env.get("references", {}).values():
         href = str(definition.get("href", ""))
         if href and href not in seen_links:
             seen_links.add(href)
             out.links.append(_Candidate(href, None))
-    for chunk, line in prose:
+    for chunk, line, in_code in prose:
         for word in _path_tokens(chunk):
             kind = _classify_token(word)
             if kind == "glob":
-                out.globs.append(_Candidate(word, line))
+                out.globs.append(_Candidate(word, line, in_code=in_code))
             elif kind is not None:
-                out.paths.append(_Candidate(word, line, strong=kind == "strong"))
+                out.paths.append(_Candidate(word, line, strong=kind == "strong", in_code=in_code))
     return out
 
 
@@ -168,8 +176,8 @@ def _has_known_extension(name: str) -> bool:
 
 def _classify_token(token: str) -> str | None:
     """'strong' / 'weak' path, 'glob', or None when the token is not a file reference."""
-    if not _TOKEN_OK.match(token) or token.startswith("@") or "//" in token:
-        return None
+    if not _TOKEN_OK.match(token) or token.startswith(("@", "/", "~")) or "//" in token:
+        return None  # absolute paths in text name the host's files, never the skill's
     segments = [s for s in token.split("/") if s]
     if not segments or all(s in (".", "..") for s in segments):
         return None
@@ -177,10 +185,6 @@ def _classify_token(token: str) -> str | None:
     if "*" in token:
         wanted = "/" in token.strip("/") or _has_known_extension(last.replace("*", "x"))
         return "glob" if wanted else None
-    if token.startswith(("/", "~")):
-        if _has_known_extension(last) or (token.startswith("/") and segments[0] in _FHS_ROOTS):
-            return "strong"
-        return "strong" if token.startswith("~/") and len(segments) > 2 else None
     if len(segments) > 1 and _looks_like_domain(segments[0]):
         return None
     if token.startswith("./") or (token.startswith("../") and _has_known_extension(last)):
@@ -305,6 +309,15 @@ def _record(
     ref = Reference(ref=cand.text, path=located.rel, exists=located.exists, via=via, source=source)
     is_new = ctx.add(ref, key)
     canonical = ctx.canonical.setdefault(key, located.rel)
+    if is_new and located.case_differs:
+        ctx.problem(
+            "reference_case",
+            f"{cand.text!r} matches {located.rel!r} only when letter case is ignored; resolved to it "
+            f"(write {located.rel!r}: the sandbox and most systems tell case apart)",
+            "warning",
+            source,
+            cand.line,
+        )
     if not located.exists:
         if is_new:
             ctx.problem(
@@ -345,11 +358,26 @@ def _resolve_document(ctx: _Context, source: str, text: str, line_offset: int) -
                 located = alt
         if _run_area(ctx, cand.text, located):
             continue
-        if cand.strong or (located.verdict is Verdict.INSIDE and located.exists):
+        strong = cand.strong and not (cand.in_code and not _folder_known(ctx, cand.text, base))
+        if strong or (located.verdict is Verdict.INSIDE and located.exists):
             docs.append(_record(ctx, cand, located, "path", source, self_key) or "")
     for cand in found.globs:
         docs.extend(_expand_glob(ctx, cand, source, base, self_key))
     return [d for d in docs if d]
+
+
+def _folder_known(ctx: _Context, text: str, base: str) -> bool:
+    """Whether the first folder of ``text`` is one the skill has (or ``text`` climbs with ``..``)."""
+    parts = [p for p in text.split("/") if p not in ("", ".")]
+    if parts and parts[0] == "..":
+        return True
+    if len(parts) < 2:
+        return False
+    for start in dict.fromkeys([".", base]):
+        found = locate(ctx.root, parts[0], start)
+        if found.verdict is Verdict.INSIDE and found.is_dir:
+            return True
+    return False
 
 
 def _run_area(ctx: _Context, text: str, located: Located) -> bool:
@@ -359,9 +387,6 @@ def _run_area(ctx: _Context, text: str, located: Located) -> bool:
 
 def _expand_glob(ctx: _Context, cand: _Candidate, source: str, base: str, self_key: str) -> list[str]:
     if ctx.in_work_dir(cand.text) and not any(glob_match(cand.text.lstrip("./"), f) for f in ctx.files()):
-        return []
-    if cand.text.startswith(("/", "~")):
-        _refuse(ctx, cand, Located(Verdict.ESCAPE, reason="absolute path"), "glob", source)
         return []
     matches: list[str] = []
     patterns = [p for p in (normalize_rel(cand.text, start) for start in dict.fromkeys([".", base])) if p]
@@ -375,6 +400,8 @@ def _expand_glob(ctx: _Context, cand: _Candidate, source: str, base: str, self_k
     if not matches:
         if "/" not in cand.text:
             return []  # a bare '*.ext' with no match is almost always a shell glob about the user's files
+        if cand.in_code and not _folder_known(ctx, cand.text, base):
+            return []  # an example about another project's tree ("src/**/*" in a tsconfig)
         if ctx.add(
             Reference(ref=cand.text, path=None, exists=False, via="glob", source=source), f"g:{cand.text}"
         ):

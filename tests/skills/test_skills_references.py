@@ -160,7 +160,7 @@ def test_a_folder_reference_exists_when_the_folder_is_inside_the_root(make_skill
 
 
 def test_globs_expand_inside_the_skill_only_and_an_empty_glob_is_reported(make_skill, skills_root, truthful):
-    body = "All docs: `**/*.md`. Styles: `styles/*.css`. Top level: `*.txt`.\n"
+    body = "All docs: `**/*.md`. Styles: styles/*.css. Top level: `*.txt`.\n"
     files = {"a.md": "", "deep/er/b.md": "", ".hidden/c.md": "", "notes.txt": "", "deep/notes.txt": ""}
     skill = load(make_skill, skills_root, body, files)
     assert [(r.ref, r.path, r.exists, r.via) for r in skill.references] == [
@@ -194,7 +194,7 @@ def test_dot_dot_and_absolute_references_are_refused_with_a_problem(
     (tmp_path / "secret.md").write_text("secret")
     body = (
         "[up](../../secret.md) [abs](/etc/passwd) [win](C:\\Windows\\win.ini) [enc](..%2F..%2Fother.md)\n\n"
-        "Also `../other-skill/SKILL.md`, `/etc/shadow`, `~/.ssh/id_rsa.pub` and `../*.md`.\n"
+        "Also `../other-skill/SKILL.md` and `../*.md`.\n"
     )
     skill = load(make_skill, skills_root, body)
     assert all(r.path is None and r.exists is False for r in skill.references)
@@ -204,12 +204,10 @@ def test_dot_dot_and_absolute_references_are_refused_with_a_problem(
         "C:\\Windows\\win.ini",
         "../../other.md",
         "../other-skill/SKILL.md",
-        "/etc/shadow",
-        "~/.ssh/id_rsa.pub",
         "../*.md",
     ]
     assert set(problem_codes(skill)) == {"reference_escape"}
-    assert len(skill.problems) == 8
+    assert len(skill.problems) == 6
     truthful(skill)
 
 
@@ -338,11 +336,10 @@ def test_a_realistic_office_skill_layout_resolves(make_skill, skills_root, truth
         ("scripts/thumbnail.py", True, "path", "SKILL.md"),
         ("ooxml/scripts/unpack.py", True, "path", "SKILL.md"),
         ("scripts", True, "path", "SKILL.md"),
-        (None, False, "path", "SKILL.md"),
         ("ooxml.md", True, "link", "html2pptx.md"),
         ("ooxml/scripts/validate.py", True, "path", "ooxml.md"),
     ]
-    assert problem_codes(skill) == ["reference_escape"]
+    assert problem_codes(skill) == []
     truthful(skill)
 
 
@@ -352,7 +349,7 @@ def test_extraction_ignores_links_and_paths_inside_code_fences_as_links():
 
 
 def test_reference_lines_point_into_skill_md(make_skill, skills_root):
-    body = "intro\n\nline three has `missing/one.py`\nand the next line [two](missing/two.md)\n"
+    body = "intro\n\nline three has missing/one.py\nand the next line [two](missing/two.md)\n"
     make_skill("s", body=body)
     skill = SkillLibrary(skills_root).get("s")
     body_line = (Path(skill.root) / "SKILL.md").read_text().splitlines().index("intro") + 1
@@ -391,7 +388,77 @@ def test_the_runtime_library_treats_build_and_inputs_paths_as_work_areas_not_ref
     assert [r.ref for r in plain.references if not r.exists] == [
         "build/outline.json",
         "./build/deck.pptx",
-        "/inputs/brand.json",
-        "inputs/brand.json",
         "build/*.png",
+    ]  # '/inputs/..' is absolute, and the skill has no 'inputs/' folder for the code span to point into
+
+
+def test_absolute_paths_in_text_name_the_hosts_files_and_are_not_references(make_skill, skills_root):
+    body = (
+        "Save to /tmp/inspect.png, see `/path/to/slide-01.jpg`, `~/.config/anthropic/` and `/etc/shadow`.\n\n"
+        "```bash\nls /mnt/session/outputs/ > /dev/null\ncp ~/.ssh/id_rsa.pub /workspace/*.csv\n```\n"
+    )
+    skill = load(make_skill, skills_root, body)
+    assert skill.references == [] and skill.problems == []
+
+
+def test_code_examples_about_other_trees_are_not_missing_references(make_skill, skills_root, truthful):
+    body = (
+        "Slide order is in `ppt/presentation.xml`; save cases to `evals/evals.json`.\n\n"
+        '```javascript\nslide.addImage({ path: "images/chart.png" });\nconst out = "./claude_outputs";\n```\n\n'
+        '```json\n{"include": ["src/**/*"], "outDir": "./dist", "files": ["evals/files/a.pdf"]}\n```\n\n'
+        "Run `python scripts/gone.py` and `python scripts/there.py`; see `scripts/*.sh`, `scripts/*.txt`.\n"
+    )
+    skill = load(make_skill, skills_root, body, {"scripts/there.py": "", "scripts/a.sh": ""})
+    assert [(r.ref, r.path, r.exists) for r in skill.references] == [
+        ("scripts/gone.py", "scripts/gone.py", False),
+        ("scripts/there.py", "scripts/there.py", True),
+        ("scripts/*.sh", "scripts/a.sh", True),
+        ("scripts/*.txt", None, False),
     ]
+    assert problem_codes(skill) == ["reference_missing", "glob_no_match"]
+    truthful(skill)
+
+
+def test_a_path_in_plain_prose_stays_a_reference_even_under_an_unknown_folder(make_skill, skills_root):
+    skill = load(make_skill, skills_root, "The policy is in reference/policy.md.\n")
+    assert [(r.ref, r.exists) for r in skill.references] == [("reference/policy.md", False)]
+    assert problem_codes(skill) == ["reference_missing"]
+
+
+def test_a_reference_in_another_letter_case_resolves_with_a_warning(make_skill, skills_root, truthful):
+    body = "Read FORMS.md, then [the guide](Docs/Guide.MD) and run `SCRIPTS/fill.py`.\n"
+    files = {"forms.md": "# forms", "docs/guide.md": "# g", "scripts/fill.py": ""}
+    make_skill("s", body=body, files=files)
+    library = SkillLibrary(skills_root)
+    skill = library.get("s")
+    assert [(r.ref, r.path, r.exists) for r in skill.references] == [
+        ("Docs/Guide.MD", "docs/guide.md", True),
+        ("FORMS.md", "forms.md", True),
+        ("SCRIPTS/fill.py", "scripts/fill.py", True),
+    ]
+    assert problem_codes(skill) == ["reference_case"] * 3
+    assert all(p.severity == "warning" and "only when letter case is ignored" in p.message for p in skill.problems)
+    assert library.read_text("s", "FORMS.md")[0] == "# forms"
+    truthful(skill)
+
+
+def test_an_ambiguous_letter_case_is_never_guessed(make_skill, skills_root):
+    make_skill("s", body="Read [it](FORMS.md).\n", files={"Forms.md": "a", "forms.md": "b"})
+    skill = SkillLibrary(skills_root).get("s")
+    assert [(r.ref, r.exists) for r in skill.references] == [("FORMS.md", False)]
+    assert problem_codes(skill) == ["reference_missing"]
+
+
+def test_a_letter_case_match_never_follows_a_symlink_out_of_the_skill(make_skill, skills_root, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.md").write_text("secret")
+    folder = make_skill("s", body="[a](LINK/SECRET.md) [b](Leak.md)\n")
+    (folder / "link").symlink_to(outside, target_is_directory=True)
+    (folder / "leak.md").symlink_to(outside / "secret.md")
+    skill = SkillLibrary(skills_root).get("s")
+    assert [(r.ref, r.path, r.exists) for r in skill.references] == [
+        ("LINK/SECRET.md", "LINK/SECRET.md", False),  # the folder behind 'link' is never even listed
+        ("Leak.md", None, False),
+    ]
+    assert problem_codes(skill) == ["reference_missing", "symlink_escape"]
