@@ -69,10 +69,10 @@ class _Loaded:
     problems: list[Problem]  # read problems + parse problems
 
 
-def _l2_marker(cut_tokens: int) -> str:
+def _l2_marker(cut_tokens: int, offset: int) -> str:
     return (
         f"\n\n[... L2 cut: {cut_tokens} more tokens of SKILL.md not shown; "
-        "read_ref('SKILL.md') for the rest ...]\n"
+        f'read the rest with read_ref {{"path": "SKILL.md", "offset": {offset}}} ...]\n'
     )
 
 
@@ -312,9 +312,9 @@ class SkillLibrary:
         if total <= self.l2_max_tokens:
             text, cut = body, 0
         else:
-            budget = max(0, self.l2_max_tokens - estimate_tokens(_l2_marker(total)))
+            budget = max(0, self.l2_max_tokens - estimate_tokens(_l2_marker(total, len(body))))
             prefix, cut = cut_to_tokens(body, budget)
-            text = prefix + _l2_marker(cut)
+            text = prefix + _l2_marker(cut, len(prefix))  # the offset counts characters of the body
         return DisclosedText(
             text=text,
             tokens=estimate_tokens(text),

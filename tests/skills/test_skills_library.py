@@ -244,7 +244,10 @@ def test_a_200_kb_body_loads_fast_and_l2_cuts_it_with_a_visible_marker(make_skil
     assert l2.truncated and l2.tokens <= 5000
     shown = l2.text[: l2.text.rindex("\n\n[... L2 cut")]
     assert estimate_tokens(shown) + l2.cut_tokens == skill.body_tokens
-    assert f"[... L2 cut: {l2.cut_tokens} more tokens of SKILL.md not shown; read_ref('SKILL.md')" in l2.text
+    assert (
+        f"[... L2 cut: {l2.cut_tokens} more tokens of SKILL.md not shown; "
+        f'read the rest with read_ref {{"path": "SKILL.md", "offset": {len(shown)}}} ...]'
+    ) in l2.text
     assert l2.text.startswith("# Big\n\nUse `scripts/build.py`")
 
 

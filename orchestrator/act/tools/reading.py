@@ -1,39 +1,66 @@
 """Tools that read: SKILL.md (L2), references and files (L3, deduplicated by content hash), summaries, diffs.
 
-Script source is never returned: a script is described by its path, language, size and hash.
+Script source is never returned: a script is described by its path, language, size and hash. Long text is sent
+a page at a time (:mod:`orchestrator.act.paging`); each cut names the ``read_file``/``read_ref`` call for the rest.
 """
 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import AliasChoices, Field
 
 from orchestrator.act.context import ActContext
+from orchestrator.act.paging import MAX_PAGE_CHARS, Page, cut_marker, next_call, page_of
 from orchestrator.act.text import diff_summary, summarize_text
 from orchestrator.act.tools._base import ToolArgs, ToolOutcome, fail, is_script
 from orchestrator.errors import PathEscapeError, SandboxError, SkillError
-from orchestrator.tokens import cut_to_tokens, estimate_tokens
+from orchestrator.skills.cache import DEFAULT_MAX_BYTES
+from orchestrator.skills.frontmatter import SKILL_MD
+from orchestrator.tokens import estimate_tokens
+
+READ_MAX_BYTES = DEFAULT_MAX_BYTES  # the part of one file the reading tools can page through
 
 # --- reading -----------------------------------------------------------------------------------------------------
 
 
-def _send_text(ctx: ActContext, *, path: str, text: str, sha: str, level: str, full: bool) -> ToolOutcome:
-    """Send ``text`` unless identical content was already sent (or digested in an earlier validated run)."""
-    if sha in ctx.sent:
+@dataclass(frozen=True)
+class _Window:
+    """Which page a reading tool was asked for, and how the model asks for the next one."""
+
+    tool: str  # "read_file" | "read_ref"
+    offset: int = 0
+    limit: int | None = None
+
+
+def _send_text(
+    ctx: ActContext, *, path: str, text: str, sha: str, level: str, full: bool, window: _Window
+) -> ToolOutcome:
+    """Send one page of ``text`` unless identical content was already sent (or digested in an earlier run)."""
+    try:
+        page = page_of(
+            text, offset=window.offset, limit_chars=window.limit, max_tokens=ctx.settings.disclosure.l3_max_tokens
+        )
+    except ValueError as e:
+        return fail(f"cannot read {path}: {e}", total_chars=len(text))
+    whole = page.offset == 0 and page.next_offset is None
+    key = sha if whole else f"{sha}@{page.offset}:{page.end}"
+    if key in ctx.sent:
         return ToolOutcome(
             ok=True,
             data={
                 "path": path,
                 "sha256": sha,
                 "unchanged": True,
-                "note": f"identical content was already sent at step {ctx.sent[sha]}; use it from there",
+                "note": f"identical content was already sent at step {ctx.sent[key]}; use it from there",
+                **_paging_data(page, window, path),
             },
             dedup=True,
         )
     summary = ctx.prior.digests.get(sha)
-    if summary is not None and not full:
+    if summary is not None and not full and page.offset == 0:
         ctx.sent[sha] = ctx.step
         ctx.read_docs[sha] = summary
         return ToolOutcome(
@@ -48,12 +75,25 @@ def _send_text(ctx: ActContext, *, path: str, text: str, sha: str, level: str, f
             disclosure=level,
             dedup=True,
         )
-    shown, cut = cut_to_tokens(text, ctx.settings.disclosure.l3_max_tokens)
-    if cut:
-        shown += f"\n[... cut: {cut} more tokens of {path} not shown ...]"
-    ctx.sent[sha] = ctx.step
+    shown = page.text
+    if page.next_offset is not None:
+        shown += cut_marker(page, next_call(window.tool, path, page.next_offset, window.limit))
+    ctx.sent[key] = ctx.step
     ctx.read_docs[sha] = summarize_text(text)
-    return ToolOutcome(ok=True, data={"path": path, "sha256": sha, "text": shown}, disclosure=level)
+    return ToolOutcome(
+        ok=True,
+        data={"path": path, "sha256": sha, "text": shown, **_paging_data(page, window, path)},
+        disclosure=level,
+    )
+
+
+def _paging_data(page: Page, window: _Window, path: str) -> dict[str, object]:
+    if page.offset == 0 and page.next_offset is None:
+        return {}
+    data: dict[str, object] = {"offset": page.offset, "end": page.end, "total_chars": page.total}
+    if page.next_offset is not None:
+        data["next"] = next_call(window.tool, path, page.next_offset, window.limit)
+    return data
 
 
 def _script_card(ctx: ActContext, rel_path: str) -> ToolOutcome:
@@ -75,11 +115,16 @@ def _script_card(ctx: ActContext, rel_path: str) -> ToolOutcome:
     )
 
 
-def _read_skill_file(ctx: ActContext, rel_path: str, *, full: bool) -> ToolOutcome:
+def _read_skill_file(ctx: ActContext, rel_path: str, *, full: bool, window: _Window) -> ToolOutcome:
     try:
         if is_script(ctx, rel_path):
             return _script_card(ctx, rel_path)
-        text, sha = ctx.library.read_text(ctx.request.skill_id, rel_path)
+        if rel_path.strip().removeprefix("./") == SKILL_MD:
+            # The body as L2 shows it, so the offset in L2's cut marker continues exactly where L2 stopped.
+            body = ctx.skill.body
+            sha = hashlib.sha256(body.encode("utf-8", errors="surrogatepass")).hexdigest()
+            return _send_text(ctx, path=SKILL_MD, text=body, sha=sha, level="L3", full=full, window=window)
+        text, sha = ctx.library.read_text(ctx.request.skill_id, rel_path, max_bytes=READ_MAX_BYTES)
     except PathEscapeError as e:
         return ToolOutcome(ok=False, error=str(e), violation=f"path escape: {rel_path}")
     except (SkillError, FileNotFoundError) as e:
@@ -92,7 +137,7 @@ def _read_skill_file(ctx: ActContext, rel_path: str, *, full: bool) -> ToolOutco
             missing=rel_path,
             hint="a missing reference: try once to do without it, otherwise finish and report it",
         )
-    return _send_text(ctx, path=rel_path, text=text, sha=sha, level="L3", full=full)
+    return _send_text(ctx, path=rel_path, text=text, sha=sha, level="L3", full=full, window=window)
 
 
 class NoArgs(ToolArgs):
@@ -117,11 +162,12 @@ def read_skill_md(ctx: ActContext, args: NoArgs) -> ToolOutcome:
 
 class ReadRefArgs(ToolArgs):
     path: str = Field(description="A path relative to the skill root, as referenced from SKILL.md.")
-    full: bool = Field(False, description="Send the whole text even if a summary is available.")
+    offset: int = Field(0, ge=0, description="Character offset to start from (a cut names the next one).")
+    full: bool = Field(False, description="Send the text even if a summary is available.")
 
 
 def read_ref(ctx: ActContext, args: ReadRefArgs) -> ToolOutcome:
-    return _read_skill_file(ctx, args.path, full=args.full)
+    return _read_skill_file(ctx, args.path, full=args.full, window=_Window("read_ref", args.offset))
 
 
 class ListFilesArgs(ToolArgs):
@@ -166,28 +212,44 @@ def input_path(ctx: ActContext, rel_path: str) -> Path:
 
 class ReadFileArgs(ToolArgs):
     path: str = Field(description="A file in the skill root, 'build/NAME' (outputs) or 'inputs/NAME' (inputs).")
+    offset: int = Field(0, ge=0, description="Character offset to start from (a cut names the next one).")
+    limit: int | None = Field(None, ge=1, le=MAX_PAGE_CHARS, description="At most this many characters.")
     full: bool = False
 
 
 def read_file(ctx: ActContext, args: ReadFileArgs) -> ToolOutcome:
     path = args.path.strip()
+    window = _Window("read_file", args.offset, args.limit)
     try:
         if path.startswith("build/"):
-            data = ctx.build.read_file(path)
+            data = ctx.build.read_file(path, max_bytes=READ_MAX_BYTES + 1)
         elif path.startswith("inputs/"):
-            data = input_path(ctx, path).read_bytes()
+            with input_path(ctx, path).open("rb") as fh:
+                data = fh.read(READ_MAX_BYTES + 1)
         else:
-            return _read_skill_file(ctx, path, full=args.full)
+            return _read_skill_file(ctx, path, full=args.full, window=window)
     except PathEscapeError as e:
         return ToolOutcome(ok=False, error=str(e), violation=f"path escape: {path}")
     except (FileNotFoundError, IsADirectoryError, SandboxError) as e:
         return fail(f"cannot read {path}: {e}")
     sha = hashlib.sha256(data).hexdigest()
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
+    cut = len(data) > READ_MAX_BYTES
+    text = _utf8(data[:READ_MAX_BYTES], cut=cut)
+    if text is None:
         return ToolOutcome(ok=True, data={"path": path, "binary": True, "bytes": len(data), "sha256": sha})
-    return _send_text(ctx, path=path, text=text, sha=sha, level="L3", full=True)
+    if cut:
+        text += f"\n[... read_file reads the first {READ_MAX_BYTES} bytes of a file; this one is longer ...]\n"
+    return _send_text(ctx, path=path, text=text, sha=sha, level="L3", full=True, window=window)
+
+
+def _utf8(data: bytes, *, cut: bool) -> str | None:
+    """``data`` as UTF-8, or None when it is not text; a cut may end inside a character (up to 3 bytes)."""
+    for drop in range(4 if cut else 1):
+        try:
+            return data[: len(data) - drop].decode("utf-8")
+        except UnicodeDecodeError:
+            continue
+    return None
 
 
 # --- helpers -----------------------------------------------------------------------------------------------------
