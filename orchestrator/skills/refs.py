@@ -245,6 +245,15 @@ class _Context:
     problems: list[Problem] = field(default_factory=list)
     keys: set[str] = field(default_factory=set)
     canonical: dict[str, str] = field(default_factory=dict)  # resolved path -> first relative path seen
+    folders: dict[tuple[str, str], bool] = field(default_factory=dict)  # (first folder, base) -> the skill has it
+    located: dict[tuple[str, str], Located] = field(default_factory=dict)
+
+    def locate(self, path: str, base: str = ".") -> Located:
+        """:func:`locate` under the root, remembered for this resolution (a body repeats the same tokens)."""
+        key = (path, base)
+        if key not in self.located:
+            self.located[key] = locate(self.root, path, base)
+        return self.located[key]
 
     def problem(self, code: str, message: str, severity: Severity, source: str, line: int | None) -> None:
         self.problems.append(Problem(code=code, message=message, severity=severity, path=source, line=line))
@@ -347,13 +356,13 @@ def _resolve_document(ctx: _Context, source: str, text: str, line_offset: int) -
         # markdown-it percent-encodes destinations; decode once so the ref reads as written
         cand = _Candidate(unquote(link.text), link.line)
         target = _link_target(link.text)
-        if target is not None and not _run_area(ctx, target, locate(ctx.root, target, base)):
-            docs.append(_record(ctx, cand, locate(ctx.root, target, base), "link", source, self_key) or "")
+        if target is not None and not _run_area(ctx, target, ctx.locate(target, base)):
+            docs.append(_record(ctx, cand, ctx.locate(target, base), "link", source, self_key) or "")
     for cand in found.paths:
-        located = locate(ctx.root, cand.text)
+        located = ctx.locate(cand.text)
         if base != "." and not (located.verdict is Verdict.INSIDE and located.exists):
             # prose paths are usually relative to the skill folder, but may be relative to the document
-            alt = locate(ctx.root, cand.text, base)
+            alt = ctx.locate(cand.text, base)
             if alt.verdict is Verdict.INSIDE and (alt.exists or located.verdict is Verdict.ESCAPE):
                 located = alt
         if _run_area(ctx, cand.text, located):
@@ -373,11 +382,13 @@ def _folder_known(ctx: _Context, text: str, base: str) -> bool:
         return True
     if len(parts) < 2:
         return False
-    for start in dict.fromkeys([".", base]):
-        found = locate(ctx.root, parts[0], start)
-        if found.verdict is Verdict.INSIDE and found.is_dir:
-            return True
-    return False
+    key = (parts[0], base)
+    if key not in ctx.folders:
+        ctx.folders[key] = any(
+            (found := ctx.locate(parts[0], start)).verdict is Verdict.INSIDE and found.is_dir
+            for start in dict.fromkeys([".", base])
+        )
+    return ctx.folders[key]
 
 
 def _run_area(ctx: _Context, text: str, located: Located) -> bool:
@@ -424,7 +435,7 @@ def _expand_glob(ctx: _Context, cand: _Candidate, source: str, base: str, self_k
         matches = matches[:_MAX_GLOB_MATCHES]
     docs = []
     for rel in matches:
-        doc = _record(ctx, _Candidate(cand.text, cand.line), locate(ctx.root, rel), "glob", source, self_key)
+        doc = _record(ctx, _Candidate(cand.text, cand.line), ctx.locate(rel), "glob", source, self_key)
         docs.append(doc or "")
     return docs
 
