@@ -23,8 +23,24 @@ class ToolCall(BaseModel):
     """The raw JSON text of the arguments, exactly as the model produced it (it may be invalid)."""
 
 
+class ImagePart(BaseModel):
+    """An image sent after a user message's text: a ``data:`` URL (PNG or JPEG) and the detail asked for."""
+
+    model_config = ConfigDict(frozen=True)
+
+    url: str
+    detail: Literal["low", "high", "auto"] = "auto"
+
+    def to_openai(self) -> dict[str, Any]:
+        return {"type": "image_url", "image_url": {"url": self.url, "detail": self.detail}}
+
+
 class Message(BaseModel):
-    """One chat message in OpenAI Chat Completions shape."""
+    """One chat message in OpenAI Chat Completions shape.
+
+    ``images`` (user messages only) turn the content into a list of parts: the text, then each image, which is how
+    Chat Completions takes images (tool results carry text only).
+    """
 
     model_config = ConfigDict(frozen=True)
 
@@ -32,9 +48,12 @@ class Message(BaseModel):
     content: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
     tool_call_id: str | None = None
+    images: tuple[ImagePart, ...] = ()
 
     def to_openai(self) -> dict[str, Any]:
         data: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.images:
+            data["content"] = [{"type": "text", "text": self.content or ""}, *(i.to_openai() for i in self.images)]
         if self.tool_calls:
             data["tool_calls"] = [
                 {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}

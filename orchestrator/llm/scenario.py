@@ -312,11 +312,30 @@ def check_step(step: Step, body: Mapping[str, Any], purpose: str | None) -> list
 # --- usage estimates ------------------------------------------------------------------------------
 
 
+IMAGE_TOKENS = 765
+"""What one image costs in the estimate (OpenAI's figure for a 1024x1024 image at high detail), whatever its bytes."""
+
+
 def estimate_prompt_tokens(messages: Any, tools: Any) -> int:
-    """Estimated prompt size: the JSON text of the messages plus the tools (so sending less costs less)."""
-    return estimate_tokens(
-        json.dumps(messages, ensure_ascii=False) + json.dumps(tools or [], ensure_ascii=False)
-    )
+    """Estimated prompt size: the JSON text of the messages plus the tools (so sending less costs less).
+
+    An image part counts :data:`IMAGE_TOKENS`, not the length of its base64 text.
+    """
+    images = 0
+
+    def without_images(value: Any) -> Any:
+        nonlocal images
+        if isinstance(value, Mapping):
+            if value.get("type") == "image_url":
+                images += 1
+                return {"type": "image_url"}
+            return {k: without_images(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [without_images(v) for v in value]
+        return value
+
+    text = json.dumps(without_images(messages), ensure_ascii=False) + json.dumps(tools or [], ensure_ascii=False)
+    return estimate_tokens(text) + images * IMAGE_TOKENS
 
 
 def estimate_completion_tokens(content: str | None, arguments: list[str]) -> int:
