@@ -78,6 +78,25 @@ class DisclosureSettings(_Section):
     l3_max_tokens: int = Field(4000, ge=100)
 
 
+class WorkerSettings(_Section):
+    """Distributed mode: how running jobs prove they are alive and when a live worker takes a job over."""
+
+    heartbeat_s: float = Field(5.0, gt=0)
+    """How often a running job writes its heartbeat and renews its lease."""
+    stale_after_s: float = Field(60.0, gt=0)
+    """A running job whose heartbeat is older than this is taken over by a live worker (attempts + 1)."""
+    max_attempts: int = Field(3, ge=1)
+    """After this many attempts a job ends ``failed`` with the reason instead of being taken over again."""
+    sweep_s: float | None = Field(None, gt=0)
+    """How often every worker looks for stale jobs (default: a third of ``stale_after_s``, at most 10 s)."""
+    time_limit_margin_s: float = Field(60.0, ge=0)
+    """Added to each phase's budget-derived soft time limit; the hard limit is the soft one plus this again."""
+
+    @property
+    def sweep_every_s(self) -> float:
+        return self.sweep_s or min(10.0, self.stale_after_s / 3)
+
+
 class Settings(BaseSettings):
     """All settings of one process. Build with :func:`load_settings`; pass it down explicitly."""
 
@@ -92,7 +111,13 @@ class Settings(BaseSettings):
     model: ModelSettings = ModelSettings()
     disclosure: DisclosureSettings = DisclosureSettings()
     cache_dir: Path = Path.home() / ".cache" / "orchestrator"
-    redis_url: str = "redis://localhost:6379/0"
+    worker: WorkerSettings = WorkerSettings()
+    broker_url: str = "redis://localhost:6379/0"
+    """Celery broker and result backend, and the job ledger (``ORCH_BROKER_URL``)."""
+    output_root: Path = Path("out/jobs")
+    """Distributed mode: one output root shared by all workers, a folder per job (``ORCH_OUTPUT_ROOT``)."""
+    skills_dir: Path = Path("skills")
+    """Distributed mode: the skills of a goal line that names none (``ORCH_SKILLS_DIR``)."""
     log_level: str = "INFO"
     log_json: bool = True
 

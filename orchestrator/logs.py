@@ -48,6 +48,17 @@ def _mask_processor(_logger: Any, _method: str, event_dict: MutableMapping[str, 
     return {k: mask_value(v, k) for k, v in event_dict.items()}
 
 
+def _add_trace_ids(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    """The current OpenTelemetry trace and span ids, so every log line of a goal can be joined to its trace."""
+    from opentelemetry import trace
+
+    ctx = trace.get_current_span().get_span_context()
+    if ctx.is_valid:
+        event_dict.setdefault("trace_id", f"{ctx.trace_id:032x}")
+        event_dict.setdefault("span_id", f"{ctx.span_id:016x}")
+    return event_dict
+
+
 def configure_logging(level: str = "INFO", *, json: bool = True, stream: TextIO | None = None) -> None:
     """Route structlog (and stdlib logging) to ``stream`` (stderr by default) as JSON lines or console text."""
     stream = stream or sys.stderr
@@ -57,6 +68,7 @@ def configure_logging(level: str = "INFO", *, json: bool = True, stream: TextIO 
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
+            _add_trace_ids,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,

@@ -63,13 +63,19 @@ def open_scripted_model(
     *,
     trace_path: Path | None = None,
     name: str | None = None,
+    start_at: int = 0,
+    partial: bool = False,
 ) -> Iterator[tuple[OpenAIChatModel, ScenarioServer]]:
-    """The model and its running scenario server (for tests that inspect ``server.requests``)."""
+    """The model and its running scenario server (for tests that inspect ``server.requests``).
+
+    ``start_at`` skips that many steps (already played for this goal by an earlier process); ``partial`` means
+    this process plays only some of the steps, so steps left over are expected.
+    """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     if trace_path is None and os.environ.get(TRACE_ENV):
         trace_path = Path(os.environ[TRACE_ENV])
-    server = start_scenario_server(scenario, trace_path=trace_path)
+    server = start_scenario_server(scenario, trace_path=trace_path, start_at=start_at)
     try:
         with OpenAIChatModel(
             server.model_name,
@@ -81,7 +87,7 @@ def open_scripted_model(
             yield model, server
     finally:
         server.close()
-        if server.steps_left or server.failures:
+        if server.failures or (server.steps_left and not partial):
             log.warning(
                 "scripted.unfinished",
                 scenario=scenario.source,

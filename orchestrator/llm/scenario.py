@@ -118,6 +118,8 @@ class Step(_Strict):
     """Required value of the ``X-Orch-Purpose`` header (not checked when absent)."""
     expect: Expectation = Expectation()
     reply: Reply
+    delay_ms: int | None = Field(None, ge=0, le=600_000)
+    """Think time before this reply (default: the scenario's ``delay_ms``); a real model is never instant."""
 
 
 class Scenario(_Strict):
@@ -125,6 +127,8 @@ class Scenario(_Strict):
     model: str | None = None
     forbid: StrList = []
     steps: list[Step] = Field(min_length=1)
+    delay_ms: int = Field(0, ge=0, le=600_000)
+    """Think time before every reply whose step sets none."""
     source: str = Field("<memory>", exclude=True)
     """Where the scenario came from (the file path); used in every mismatch message."""
 

@@ -149,3 +149,32 @@ def _remove_volume(api: docker.APIClient, name: str, attempts: int = 5) -> bool:
                 return False
             time.sleep(0.05 * (attempt + 1))
     return False
+
+
+def remove_job_resources(client: docker.DockerClient, prefix: str, job_id: str) -> int:
+    """Force-remove the containers and volumes of one job (``<prefix>.job`` is the job id or ``<job id>-N``).
+
+    Used when a job is taken over or hits its time limit: its containers are children of the engine, not of
+    the worker process, so they outlive a killed worker. Returns how many containers were removed.
+    """
+    api = client.api
+    key = f"{prefix}.job"
+
+    def ours(resource_labels: dict[str, str] | None) -> bool:
+        value = (resource_labels or {}).get(key, "")
+        return value == job_id or value.startswith(f"{job_id}-")
+
+    removed = 0
+    for info in api.containers(all=True, filters={"label": key}):
+        if ours(info.get("Labels")):
+            try:
+                api.remove_container(info["Id"], force=True, v=False)
+                removed += 1
+            except docker.errors.NotFound:
+                pass
+    for vol in api.volumes(filters={"label": key}).get("Volumes") or []:
+        if ours(vol.get("Labels")):
+            _remove_volume(api, vol["Name"])
+    if removed:
+        log.info("sandbox.job_removed", job=job_id, containers=removed)
+    return removed

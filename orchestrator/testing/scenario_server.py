@@ -61,7 +61,13 @@ class ScenarioServer:
     """Plays ``scenario`` over HTTP, thread-safe; start with :func:`start_scenario_server` or as a context."""
 
     def __init__(
-        self, scenario: Scenario, *, host: str = "127.0.0.1", port: int = 0, trace_path: Path | None = None
+        self,
+        scenario: Scenario,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        trace_path: Path | None = None,
+        start_at: int = 0,
     ) -> None:
         self.scenario = scenario
         self.trace_path = Path(trace_path) if trace_path else None
@@ -70,7 +76,8 @@ class ScenarioServer:
         self.purposes: list[str | None] = []
         self.failures: list[str] = []
         """The message of every mismatch, exhausted-steps or malformed request, in order."""
-        self._next_step = 0
+        self._next_step = start_at
+        """Steps before ``start_at`` count as used: a goal resumed in another process continues its script."""
         self._lock = threading.Lock()
         server_class = _IPv6Server if ":" in host else _Server
         self._httpd = server_class((host, port), _Handler)
@@ -164,6 +171,10 @@ class ScenarioServer:
             self.purposes.append(purpose)
             step_no, answer, problems = self._play(body, purpose, request_no)
             self._trace(request_no, step_no, purpose, path, answer, problems, body)
+        if step_no is not None and not problems:
+            step = self.scenario.steps[step_no - 1]
+            delay_ms = self.scenario.delay_ms if step.delay_ms is None else step.delay_ms
+            time.sleep(delay_ms / 1000)  # outside the lock: concurrent requests think in parallel
         return answer
 
     def _play(self, body: Any, purpose: str | None, request_no: int) -> tuple[int | None, _Answer, list[str]]:
@@ -349,10 +360,11 @@ def start_scenario_server(
     trace_path: Path | str | None = None,
     host: str = "127.0.0.1",
     port: int = 0,
+    start_at: int = 0,
 ) -> ScenarioServer:
     """Serve ``scenario`` (parsed, or a file path) from a background thread; port 0 picks a free port."""
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     return ScenarioServer(
-        scenario, host=host, port=port, trace_path=Path(trace_path) if trace_path else None
+        scenario, host=host, port=port, trace_path=Path(trace_path) if trace_path else None, start_at=start_at
     ).start()

@@ -1,0 +1,34 @@
+"""Sending a phase's task: used by the producer (the first phase) and by each phase (the next one)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from orchestrator.config import Settings
+from orchestrator.worker.celery_app import phase_task
+from orchestrator.worker.ledger import JobRecord
+from orchestrator.worker.limits import hard_limit_s, soft_limit_s
+from orchestrator.worker.phases import job_settings
+
+
+def send_phase(celery_app: Any, settings: Settings, record: JobRecord, phase: str) -> None:
+    """Queue ``phase`` of a job, with time limits from its budgets and readable arguments for Flower."""
+    name, kwargs = phase_task(phase)
+    limits_settings = job_settings(settings, record.request)
+    steps = len(record.plan) or 1
+    kind = phase.split(":")[0]
+    shown = f"job={record.job_id}"
+    if "step" in kwargs:
+        skill = record.plan[kwargs["step"]] if kwargs["step"] < len(record.plan) else "?"
+        shown += f" step={kwargs['step']} skill={skill}"
+    celery_app.send_task(
+        name,
+        args=[record.job_id],
+        kwargs=kwargs,
+        argsrepr=shown,
+        kwargsrepr=f"goal={record.goal[:80]!r}",
+        soft_time_limit=soft_limit_s(limits_settings, kind, steps),
+        time_limit=hard_limit_s(limits_settings, kind, steps),
+    )
+
+

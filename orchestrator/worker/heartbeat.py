@@ -1,0 +1,117 @@
+"""Liveness without Celery's help: a heartbeat thread per running phase, and a sweep thread in every worker.
+
+Redis redelivers the task of a dead worker only after the visibility timeout (an hour); the ledger notices in
+about ``stale_after_s`` instead: a running job's heartbeat stops, a live worker's sweep takes the job over (attempts
++ 1, the old lease dropped, its sandbox containers killed) and queues the phase again.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from types import TracebackType
+
+from orchestrator.config import WorkerSettings
+from orchestrator.logs import get_logger
+from orchestrator.worker.ledger import Ledger
+
+log = get_logger("orchestrator.worker")
+
+
+class Heartbeat:
+    """While a phase runs: renew the lease and write the heartbeat every ``interval_s``."""
+
+    def __init__(self, ledger: Ledger, job_id: str, token: str, *, interval_s: float, lease_s: float) -> None:
+        self._ledger = ledger
+        self._job_id = job_id
+        self._token = token
+        self._interval_s = interval_s
+        self._lease_s = lease_s
+        self._stop = threading.Event()
+        self.lost = False
+        """True once the lease passed to another worker (this run's results will be dropped)."""
+        self._thread = threading.Thread(target=self._run, name=f"heartbeat:{job_id}", daemon=True)
+
+    def __enter__(self) -> Heartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._interval_s):
+            try:
+                if not self._ledger.renew(self._job_id, self._token, self._lease_s):
+                    self.lost = True
+                    log.warning("heartbeat.lease_lost", job=self._job_id)
+                    return
+            except Exception as e:  # noqa: BLE001 - Redis may be restarting; the next beat tries again
+                log.warning("heartbeat.failed", job=self._job_id, error=str(e))
+
+
+Requeue = Callable[[str, str], None]
+"""``requeue(job_id, phase)``"""
+
+
+class Sweeper:
+    """Every ``sweep_every_s``: take over running jobs whose heartbeat is stale (in every worker; the ledger's
+    Lua script makes sure only one sweep wins each takeover)."""
+
+    def __init__(
+        self,
+        ledger: Ledger,
+        settings: WorkerSettings,
+        *,
+        name: str,
+        requeue: Requeue,
+        kill_containers: Callable[[str], int],
+        on_failed: Callable[[str], None],
+    ) -> None:
+        self._ledger = ledger
+        self._settings = settings
+        self._name = name
+        self._requeue = requeue
+        self._kill = kill_containers
+        self._on_failed = on_failed
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="ledger-sweep", daemon=True)
+
+    def start(self) -> Sweeper:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self._settings.sweep_every_s):
+            try:
+                self.sweep_once()
+            except Exception as e:  # noqa: BLE001 - keep sweeping through Redis restarts
+                log.warning("sweep.failed", error=str(e))
+
+    def sweep_once(self) -> list[str]:
+        """Take over what is stale now; returns the job ids taken over or failed."""
+        touched = []
+        for job_id in self._ledger.running_ids():
+            outcome, phase, attempts = self._ledger.take_over_if_stale(
+                job_id,
+                stale_after_s=self._settings.stale_after_s,
+                max_attempts=self._settings.max_attempts,
+                sweeper=self._name,
+            )
+            if outcome == "fresh":
+                continue
+            touched.append(job_id)
+            killed = self._kill(job_id)
+            log.warning("sweep.took_over", job=job_id, phase=phase, attempts=attempts, outcome=outcome, killed=killed)
+            if outcome == "requeue":
+                self._requeue(job_id, phase)
+            else:
+                self._on_failed(job_id)
+        return touched

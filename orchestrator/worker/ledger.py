@@ -1,0 +1,306 @@
+"""The job ledger in Redis: ours, because Flower's history lives in memory and Redis keeps no redelivery count.
+
+Per job a hash ``orch:job:<id>`` (one JSON value per field, so writers of different fields never overwrite each
+other), the saved ``GoalState`` between phases (``orch:checkpoint:<id>``), a lease (``orch:lease:<id>``, a token
+with an expiry) and the finished spans of its trace (``orch:spans:<id>``). The attempt count, the lease and the
+heartbeat are the ledger's, not Celery's: every decision to run, skip or take over a phase is made here, in Lua
+scripts, so two workers never both decide to run the same phase.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Iterable
+from typing import Any, Literal
+
+import redis
+from pydantic import BaseModel, Field
+
+JobState = Literal["queued", "planning", "acting", "reflecting", "done", "unmet", "failed"]
+TERMINAL: frozenset[str] = frozenset({"done", "unmet", "failed"})
+PREFIX = "orch"
+RUNNING = f"{PREFIX}:running"
+
+
+def job_key(job_id: str) -> str:
+    return f"{PREFIX}:job:{job_id}"
+
+
+def phase_state(phase: str) -> JobState:
+    """The ledger state of a job while ``phase`` (``plan``, ``act:N``, ``reflect``) runs."""
+    return {"plan": "planning", "reflect": "reflecting"}.get(phase, "acting")  # type: ignore[return-value]
+
+
+class SkillVersion(BaseModel):
+    id: str
+    sha256: str
+    """The skill folder's content hash (every file's path and bytes)."""
+
+
+class SkillsUsed(BaseModel):
+    available: list[SkillVersion] = []
+    chosen: list[SkillVersion] = []
+    loaded: list[SkillVersion] = []
+
+
+class JobRecord(BaseModel):
+    """One job as the ledger holds it (``jobs ID --json``)."""
+
+    job_id: str
+    goal: str
+    state: JobState = "queued"
+    next: str = "plan"
+    """The phase to run next (``plan``, ``act:N``, ``reflect``, ``end``); a task of any other phase is stale."""
+    step: int | None = None
+    steps_total: int | None = None
+    plan: list[str] = []
+    """The plan's skill ids, in step order."""
+    skill: str | None = None
+    attempts: int = 0
+    running: bool = False
+    worker: str | None = None
+    heartbeat: float | None = None
+    submitted_at: float = 0.0
+    started_at: float | None = None
+    finished_at: float | None = None
+    timings: dict[str, float] = {}
+    """Wall seconds per phase (``plan``, ``act:0``, …), and ``model`` / ``scripts`` seconds inside them."""
+    skills: SkillsUsed = SkillsUsed()
+    artifacts: list[dict[str, Any]] = []
+    result: dict[str, Any] | None = None
+    reason: str | None = None
+    trace_id: str | None = None
+    span_id: str | None = None
+    """The goal span's id: every phase span is its child; the span itself is emitted when the job ends."""
+    request: dict[str, Any] = {}
+    out: str = ""
+    """The job's output folder, relative to the output root."""
+    history: list[dict[str, Any]] = Field(default_factory=list)
+    """Phase runs in order: ``{"phase", "worker", "attempt", "start", "end", "outcome"}``."""
+
+
+_CREATE = """
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+redis.call('ZADD', KEYS[2], ARGV[1], ARGV[2])
+return 1
+"""
+
+# KEYS: job, lease, running set. ARGV: phase, token, lease_ms, worker, now, max_attempts, state (JSON), job id
+# Returns {outcome, attempts}: outcome is ok | stale | busy | exhausted | missing.
+_ACQUIRE = """
+local job = KEYS[1]
+if redis.call('EXISTS', job) == 0 then return {'missing', 0} end
+local nxt = cjson.decode(redis.call('HGET', job, 'next'))
+local st = cjson.decode(redis.call('HGET', job, 'state'))
+if nxt ~= ARGV[1] or st == 'done' or st == 'unmet' or st == 'failed' then return {'stale', 0} end
+if redis.call('EXISTS', KEYS[2]) == 1 then return {'busy', 0} end
+local attempts = tonumber(redis.call('HGET', job, 'attempts') or '0')
+local running = cjson.decode(redis.call('HGET', job, 'running') or 'false')
+if attempts == 0 or running then attempts = attempts + 1 end
+redis.call('HSET', job, 'attempts', attempts)
+if attempts > tonumber(ARGV[6]) then
+  redis.call('SREM', KEYS[3], ARGV[8])
+  redis.call('HSET', job, 'state', '"failed"', 'running', 'false', 'next', '"end"', 'finished_at', ARGV[5],
+    'reason', cjson.encode('gave up after ' .. (attempts - 1) .. ' attempts: the worker running ' .. ARGV[1] ..
+      ' stopped before finishing it'))
+  return {'exhausted', attempts}
+end
+redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
+redis.call('SADD', KEYS[3], ARGV[8])
+redis.call('HSET', job, 'running', 'true', 'worker', cjson.encode(ARGV[4]), 'heartbeat', ARGV[5], 'state', ARGV[7])
+if redis.call('HGET', job, 'started_at') == 'null' then redis.call('HSET', job, 'started_at', ARGV[5]) end
+return {'ok', attempts}
+"""
+
+# ARGV: token, lease_ms, now
+_RENEW = """
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[2], ARGV[2])
+redis.call('HSET', KEYS[1], 'heartbeat', ARGV[3])
+return 1
+"""
+
+# ARGV: token, job id. Clears the lease and the running flag, only for the lease holder.
+_RELEASE = """
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[2])
+redis.call('SREM', KEYS[3], ARGV[2])
+redis.call('HSET', KEYS[1], 'running', 'false')
+return 1
+"""
+
+# ARGV: now, stale_after_s, max_attempts, sweeper, job id. Takes over a running job whose heartbeat is stale.
+# Returns {outcome, next, attempts}: outcome is fresh | requeue | exhausted.
+_TAKEOVER = """
+local job = KEYS[1]
+if redis.call('EXISTS', job) == 0 then redis.call('SREM', KEYS[3], ARGV[5]) return {'fresh', '', 0} end
+local running = cjson.decode(redis.call('HGET', job, 'running') or 'false')
+local hb = tonumber(redis.call('HGET', job, 'heartbeat')) or 0
+if not running or tonumber(ARGV[1]) - hb < tonumber(ARGV[2]) then return {'fresh', '', 0} end
+local nxt = cjson.decode(redis.call('HGET', job, 'next'))
+local worker = cjson.decode(redis.call('HGET', job, 'worker') or 'null')
+if type(worker) ~= 'string' then worker = '?' end
+local age = math.floor(tonumber(ARGV[1]) - hb)
+local attempts = tonumber(redis.call('HGET', job, 'attempts') or '0') + 1
+redis.call('DEL', KEYS[2])
+redis.call('SREM', KEYS[3], ARGV[5])
+redis.call('HSET', job, 'attempts', attempts, 'running', 'false', 'heartbeat', ARGV[1])
+if attempts > tonumber(ARGV[3]) then
+  redis.call('HSET', job, 'state', '"failed"', 'next', '"end"', 'finished_at', ARGV[1],
+    'reason', cjson.encode('gave up after ' .. (attempts - 1) .. ' attempts: worker ' .. worker ..
+      ' stopped heartbeating during ' .. nxt .. ' (last heartbeat ' .. age .. ' s before)'))
+  return {'exhausted', nxt, attempts}
+end
+redis.call('HSET', job, 'reason', cjson.encode('taken over by ' .. ARGV[4] .. ': worker ' .. worker ..
+  ' stopped heartbeating during ' .. nxt .. ' (last heartbeat ' .. age .. ' s before)'))
+return {'requeue', nxt, attempts}
+"""
+
+
+class LeaseLost(Exception):
+    """The lease on a job passed to another worker: this worker's results for the phase must be dropped."""
+
+
+class Ledger:
+    """Read and write job records. One per process; thread-safe (redis-py pools its connections)."""
+
+    def __init__(self, client: redis.Redis) -> None:
+        self.r = client
+        self._create = client.register_script(_CREATE)
+        self._acquire = client.register_script(_ACQUIRE)
+        self._renew = client.register_script(_RENEW)
+        self._release = client.register_script(_RELEASE)
+        self._takeover = client.register_script(_TAKEOVER)
+
+    @classmethod
+    def from_url(cls, url: str) -> Ledger:
+        return cls(redis.Redis.from_url(url, socket_connect_timeout=5, health_check_interval=30))
+
+    # -- records ----------------------------------------------------------------------------------------------
+
+    def create(self, record: JobRecord) -> bool:
+        """Store a new job; False (and nothing written) when the job id was already submitted."""
+        fields = _encode(record.model_dump(mode="json", exclude={"history"}))
+        argv: list[Any] = [record.submitted_at, record.job_id]
+        for k, v in fields.items():
+            argv += [k, v]
+        return bool(self._create(keys=[job_key(record.job_id), f"{PREFIX}:jobs"], args=argv))
+
+    def get(self, job_id: str) -> JobRecord | None:
+        raw = self.r.hgetall(job_key(job_id))
+        if not raw:
+            return None
+        data = {k.decode(): json.loads(v) for k, v in raw.items()}
+        return JobRecord.model_validate({**data, "history": self.history(job_id)})
+
+    def update(self, job_id: str, **fields: Any) -> None:
+        self.r.hset(job_key(job_id), mapping=_encode(fields))
+
+    def job_ids(self, *, limit: int = 0) -> list[str]:
+        """Job ids, newest first (all, or the ``limit`` newest)."""
+        ids = self.r.zrevrange(f"{PREFIX}:jobs", 0, limit - 1 if limit > 0 else -1)
+        return [i.decode() for i in ids]
+
+    def all(self, *, limit: int = 0) -> list[JobRecord]:
+        return [rec for i in self.job_ids(limit=limit) if (rec := self.get(i)) is not None]
+
+    def running_ids(self) -> list[str]:
+        """Jobs a worker holds or held a lease on without finishing the phase (the sweep's candidates)."""
+        return sorted(i.decode() for i in self.r.smembers(RUNNING))
+
+    def add_history(self, job_id: str, entry: dict[str, Any]) -> None:
+        self.r.rpush(f"{PREFIX}:history:{job_id}", json.dumps(entry))
+
+    def history(self, job_id: str) -> list[dict[str, Any]]:
+        return [json.loads(x) for x in self.r.lrange(f"{PREFIX}:history:{job_id}", 0, -1)]
+
+    # -- checkpoints: the GoalState between phases --------------------------------------------------------------
+
+    def load_checkpoint(self, job_id: str) -> dict[str, Any] | None:
+        raw = self.r.get(f"{PREFIX}:checkpoint:{job_id}")
+        return json.loads(raw) if raw else None
+
+    def commit_phase(self, job_id: str, token: str, checkpoint: dict[str, Any] | None, **fields: Any) -> None:
+        """Save the checkpoint and the record fields of a finished phase, only while holding the lease.
+
+        Raises :class:`LeaseLost` when another worker took the job over meanwhile (its run wins).
+        """
+        lease = f"{PREFIX}:lease:{job_id}"
+        with self.r.pipeline() as pipe:
+            try:
+                pipe.watch(lease)
+                if pipe.get(lease) != token.encode():
+                    raise LeaseLost(job_id)
+                pipe.multi()
+                if checkpoint is not None:
+                    pipe.set(f"{PREFIX}:checkpoint:{job_id}", json.dumps(checkpoint))
+                pipe.hset(job_key(job_id), mapping=_encode(fields))
+                pipe.execute()
+            except redis.WatchError as e:
+                raise LeaseLost(job_id) from e
+
+    # -- lease and heartbeat ------------------------------------------------------------------------------------
+
+    def acquire(
+        self, job_id: str, phase: str, *, worker: str, lease_s: float, max_attempts: int
+    ) -> tuple[str, str, int]:
+        """``(outcome, token, attempts)``: outcome ``ok`` (run it), ``stale`` (already done: skip), ``busy``
+        (another worker holds the lease: try later), ``exhausted`` (the job just failed) or ``missing``."""
+        token = secrets.token_hex(12)
+        outcome, attempts = self._acquire(
+            keys=[job_key(job_id), f"{PREFIX}:lease:{job_id}", RUNNING],
+            args=[
+                phase,
+                token,
+                int(lease_s * 1000),
+                worker,
+                time.time(),
+                max_attempts,
+                json.dumps(phase_state(phase)),
+                job_id,
+            ],
+        )
+        return outcome.decode(), token, int(attempts)
+
+    def renew(self, job_id: str, token: str, lease_s: float) -> bool:
+        return bool(
+            self._renew(
+                keys=[job_key(job_id), f"{PREFIX}:lease:{job_id}"], args=[token, int(lease_s * 1000), time.time()]
+            )
+        )
+
+    def release(self, job_id: str, token: str) -> bool:
+        return bool(self._release(keys=[job_key(job_id), f"{PREFIX}:lease:{job_id}", RUNNING], args=[token, job_id]))
+
+    def take_over_if_stale(
+        self, job_id: str, *, stale_after_s: float, max_attempts: int, sweeper: str
+    ) -> tuple[str, str, int]:
+        """``(outcome, next_phase, attempts)``; ``requeue`` means the caller must enqueue ``next_phase``."""
+        outcome, nxt, attempts = self._takeover(
+            keys=[job_key(job_id), f"{PREFIX}:lease:{job_id}", RUNNING],
+            args=[time.time(), stale_after_s, max_attempts, sweeper, job_id],
+        )
+        return outcome.decode(), nxt.decode(), int(attempts)
+
+    # -- spans ------------------------------------------------------------------------------------------------
+
+    def add_span(self, trace_id: str, span: dict[str, Any]) -> None:
+        """Keep a finished span of a goal's trace (``jobs ID --trace`` reads them, no collector needed)."""
+        self.r.rpush(f"{PREFIX}:spans:{trace_id}", json.dumps(span))
+
+    def spans(self, trace_id: str) -> list[dict[str, Any]]:
+        return [json.loads(x) for x in self.r.lrange(f"{PREFIX}:spans:{trace_id}", 0, -1)]
+
+
+def _encode(fields: dict[str, Any]) -> dict[str, str]:
+    return {k: json.dumps(v) for k, v in fields.items()}
+
+
+def states_count(records: Iterable[JobRecord]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for rec in records:
+        counts[rec.state] = counts.get(rec.state, 0) + 1
+    return counts

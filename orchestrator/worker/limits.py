@@ -1,0 +1,41 @@
+"""Celery time limits per phase, derived from the budgets, and the broker visibility timeout above them all.
+
+The Act loop enforces ``time_budget_ms`` itself between turns; the task limits are the backstop for a phase stuck
+in one model call or one script. The soft limit leaves the task time to kill the job's containers and record the
+failure; the hard limit kills the worker process if even that hangs.
+"""
+
+from __future__ import annotations
+
+from orchestrator.config import Settings
+
+MAX_STEPS_FOR_LIMITS = 8
+"""Reflect may re-run unmet steps: its limit covers this many (a longer plan fails its reflect on the limit)."""
+
+
+def _model_call_s(settings: Settings) -> float:
+    m = settings.model
+    return m.request_timeout_s * (m.max_retries + 1)
+
+
+def _act_s(settings: Settings) -> float:
+    return settings.limits.time_budget_ms / 1000 + _model_call_s(settings) + settings.limits.script_timeout_s
+
+
+def soft_limit_s(settings: Settings, phase: str, steps: int = MAX_STEPS_FOR_LIMITS) -> float:
+    margin = settings.worker.time_limit_margin_s
+    if phase == "plan":
+        return 2 * _model_call_s(settings) + margin  # an unusable plan is sent back once
+    if phase == "reflect":
+        return min(steps, MAX_STEPS_FOR_LIMITS) * _act_s(settings) + _model_call_s(settings) + margin
+    return _act_s(settings) + margin
+
+
+def hard_limit_s(settings: Settings, phase: str, steps: int = MAX_STEPS_FOR_LIMITS) -> float:
+    return soft_limit_s(settings, phase, steps) + max(30.0, settings.worker.time_limit_margin_s)
+
+
+def visibility_timeout_s(settings: Settings) -> float:
+    """Longer than any phase may run: Redis redelivers an unacknowledged task only after this, so a slow phase is
+    never handed to a second worker while the first still runs it."""
+    return max(3600.0, hard_limit_s(settings, "reflect") + 600)

@@ -1,0 +1,363 @@
+"""One phase of one job: acquire the lease, load the state, run the workflow phase, save, enqueue the next.
+
+This is the body of every task, kept free of Celery so it reads as the job's state machine. The workflow
+functions (``start_goal`` / ``plan_goal`` / ``act_step`` / ``reflect_goal``) do the work; everything here is
+bookkeeping: the ledger transitions written before and after the work, the heartbeat, the trace, the clean-up.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from orchestrator.config import Settings
+from orchestrator.errors import OrchestratorError, WorkflowError
+from orchestrator.logs import get_logger, mask_value
+from orchestrator.tracing import emit_goal_span, tracer, under_goal
+from orchestrator.worker.heartbeat import Heartbeat
+from orchestrator.worker.ledger import JobRecord, LeaseLost, Ledger, SkillVersion
+from orchestrator.workflow.models import GoalError, GoalRequest, GoalResult, GoalState
+
+log = get_logger("orchestrator.worker")
+
+Enqueue = Callable[[JobRecord, str], None]
+EventSink = Callable[[str, dict[str, Any]], None]
+MAX_HASH_BYTES = 64 * 1024 * 1024
+
+
+class PhaseBusy(Exception):
+    """Another worker holds the job's lease right now: try this task again shortly."""
+
+
+@dataclass
+class PhaseContext:
+    settings: Settings
+    ledger: Ledger
+    worker: str
+    enqueue: Enqueue
+    on_event: EventSink = lambda name, data: None
+    kill_containers: Callable[[str], int] = lambda job_id: 0
+
+
+@dataclass
+class _Outcome:
+    checkpoint: dict[str, Any] | None
+    next: str
+    fields: dict[str, Any] = field(default_factory=dict)
+    result: GoalResult | None = None
+
+
+def run_phase(pc: PhaseContext, job_id: str, phase: str) -> str:
+    """Run ``phase`` of ``job_id`` if it is the job's next phase; returns what happened (``ok``, ``stale``, …)."""
+    w = pc.settings.worker
+    outcome, token, attempt = pc.ledger.acquire(
+        job_id, phase, worker=pc.worker, lease_s=w.stale_after_s, max_attempts=w.max_attempts
+    )
+    if outcome == "busy":
+        raise PhaseBusy(job_id)
+    if outcome == "exhausted":
+        job_ended(pc, job_id)
+    if outcome != "ok":
+        log.info("phase.skipped", job=job_id, phase=phase, outcome=outcome)
+        return outcome
+    record = pc.ledger.get(job_id)
+    assert record is not None
+    if attempt > 1:
+        pc.kill_containers(job_id)  # what an earlier attempt left behind
+    started = time.time()
+    entry = {"phase": phase, "worker": pc.worker, "attempt": attempt, "start": started}
+    with Heartbeat(pc.ledger, job_id, token, interval_s=w.heartbeat_s, lease_s=w.stale_after_s):
+        done = _run_traced(pc, record, phase, attempt)
+    done.fields["timings"] = {**record.timings, **done.fields.get("timings", {}), phase: time.time() - started}
+    try:
+        pc.ledger.commit_phase(job_id, token, done.checkpoint, next=done.next, **done.fields)
+    except LeaseLost:
+        log.warning("phase.lease_lost", job=job_id, phase=phase)
+        pc.ledger.add_history(job_id, {**entry, "end": time.time(), "outcome": "lease_lost"})
+        return "lease_lost"
+    pc.ledger.add_history(job_id, {**entry, "end": time.time(), "outcome": done.next})
+    if done.next != "end":
+        pc.enqueue(pc.ledger.get(job_id) or record, done.next)
+    pc.ledger.release(job_id, token)
+    if done.next == "end":
+        job_ended(pc, job_id)
+    return "ok"
+
+
+def _run_traced(pc: PhaseContext, record: JobRecord, phase: str, attempt: int) -> _Outcome:
+    from celery.exceptions import SoftTimeLimitExceeded
+
+    name = phase.split(":")[0]
+    attrs: dict[str, Any] = {"orch.job_id": record.job_id, "orch.phase": phase, "orch.attempt": attempt}
+    with _goal_context(record), tracer().start_as_current_span(name, attributes=attrs) as span:
+        try:
+            return _run(pc, record, phase)
+        except SoftTimeLimitExceeded:
+            killed = pc.kill_containers(record.job_id)
+            span.set_attribute("orch.error", "soft time limit")
+            why = f"{phase} ran past its soft time limit; {killed} sandbox container(s) of the job were killed"
+            return _failed(pc, record, phase, WorkflowError(why, where=phase, next_step="raise the budgets"))
+        except OrchestratorError as e:
+            span.set_attribute("orch.error", e.message)
+            return _failed(pc, record, phase, e)
+
+
+@contextmanager
+def _goal_context(record: JobRecord) -> Iterator[None]:
+    if record.trace_id and record.span_id:
+        with under_goal(record.trace_id, record.span_id):
+            yield
+    else:
+        yield
+
+
+def _run(pc: PhaseContext, record: JobRecord, phase: str) -> _Outcome:
+    from orchestrator.workflow.run import act_step, plan_goal, reflect_goal, start_goal
+
+    req = record.request
+    settings = job_settings(pc.settings, req)
+    checkpoint = pc.ledger.load_checkpoint(record.job_id) if phase != "plan" else None
+    if phase == "plan":
+        request = GoalRequest(
+            goal=record.goal,
+            inputs=[Path(p) for p in req.get("inputs", [])],
+            constraints=req.get("constraints", []),
+            job_id=record.job_id,
+        )
+        state = start_goal(request, job_out_dir(pc.settings, record), settings)
+        cursor = 0
+    else:
+        assert checkpoint is not None, f"no checkpoint for {record.job_id} before {phase}"
+        state = GoalState.model_validate(checkpoint["state"])
+        cursor = int(checkpoint.get("model_cursor", 0))
+    scripts_before = _scripts_s(state)
+    with _runtime(settings, req, cursor, pc, record) as (rt, timer):
+        if phase == "plan":
+            plan_goal(state, rt)
+            assert state.plan is not None
+            chosen = [s.skill for s in state.plan.steps]
+            fields: dict[str, Any] = {
+                "steps_total": len(chosen),
+                "plan": chosen,
+                "skills": {
+                    "available": [v.model_dump() for v in _versions(rt.library, [s.id for s in rt.library.list()])],
+                    "chosen": [v.model_dump() for v in _versions(rt.library, chosen)],
+                    "loaded": [],
+                },
+            }
+            nxt = "act:0"
+            result = None
+        elif phase.startswith("act:"):
+            index = int(phase.split(":")[1])
+            assert state.plan is not None
+            act_step(state, index, rt)
+            act = state.results[index]
+            skills = dict(record.skills.model_dump())
+            loaded = [v for v in skills["loaded"] if v["id"] != act.skill_id]
+            skills["loaded"] = loaded + [v.model_dump() for v in _versions(rt.library, [act.skill_id])]
+            fields = {"step": index, "skill": act.skill_id, "skills": skills}
+            more = index + 1 < len(state.plan.steps) and act.status != "failed"
+            nxt = f"act:{index + 1}" if more else "reflect"
+            result = None
+        else:
+            result = reflect_goal(state, rt)
+            fields = {}
+            nxt = "end"
+        fields["timings"] = {
+            "model": record.timings.get("model", 0.0) + timer.model_s,
+            "scripts": record.timings.get("scripts", 0.0) + max(0.0, _scripts_s(state) - scripts_before),
+        }
+        new_cursor = rt_model_cursor(rt, cursor)
+    out = _Outcome({"state": state.model_dump(mode="json"), "model_cursor": new_cursor}, nxt, fields, result)
+    if result is not None:
+        _finish(pc, record, out, result)
+    return out
+
+
+def _finish(pc: PhaseContext, record: JobRecord, out: _Outcome, result: GoalResult) -> None:
+    result.metrics.duration_ms = int((time.time() - (record.started_at or record.submitted_at)) * 1000)
+    result.evidence_path = _save_evidence(result, pc.settings.cache_dir)
+    data = mask_value(result.model_dump(mode="json", by_alias=True))
+    out.fields.update(
+        state=result.status,
+        result=data,
+        artifacts=data.get("artifacts", []),
+        finished_at=time.time(),
+        reason=result.error.message if result.error else None,
+    )
+
+
+def _failed(pc: PhaseContext, record: JobRecord, phase: str, e: OrchestratorError) -> _Outcome:
+    """A phase that raised: the job ends ``failed`` saying where and why (partial artifacts stay in place)."""
+    log.warning("phase.failed", job=record.job_id, phase=phase, error=e.message)
+    result = GoalResult(
+        job_id=record.job_id,
+        goal=record.goal,
+        status="failed",
+        out_dir=str(job_out_dir(pc.settings, record)),
+        error=GoalError(where=e.where or phase, message=e.message, next_step=e.next_step or ""),
+    )
+    out = _Outcome(None, "end")
+    _finish(pc, record, out, result)
+    return out
+
+
+def job_ended(pc: PhaseContext, job_id: str) -> None:
+    record = pc.ledger.get(job_id)
+    if record is None or not record.trace_id or not record.span_id:
+        return
+    emit_goal_span(
+        record.trace_id,
+        record.span_id,
+        start_s=record.submitted_at,
+        end_s=record.finished_at or time.time(),
+        attributes={"orch.job_id": job_id, "orch.state": record.state, "orch.attempts": record.attempts},
+    )
+    pc.on_event("job.ended", {"job": job_id, "state": record.state})
+
+
+def job_settings(settings: Settings, request: dict[str, Any]) -> Settings:
+    """The deployment's settings with the goal line's budgets applied."""
+    from orchestrator.worker.submit import BudgetOverrides
+
+    budgets = BudgetOverrides.model_validate(request.get("budgets") or {})
+    return settings.model_copy(update={"limits": budgets.applied_to(settings.limits)})
+
+
+def job_out_dir(settings: Settings, record: JobRecord) -> Path:
+    """``<output root>/<out>``, checked again here: the ledger is input too."""
+    root = settings.output_root.resolve()
+    target = (root / (record.out or record.job_id)).resolve()
+    if target == root or not target.is_relative_to(root):
+        raise WorkflowError(f"output folder {record.out!r} is outside the output root {root}", where="output")
+    return target
+
+
+class _Timer:
+    """Wall time inside model calls during one phase (with script time, what is not orchestration overhead)."""
+
+    def __init__(self) -> None:
+        self.model_s = 0.0
+
+
+def _scripts_s(state: GoalState) -> float:
+    return sum((rec.container or {}).get("elapsed_ms", 0) / 1000 for r in state.results for rec in r.evidence_summary)
+
+
+class _TimedModel:
+    """A ``ChatModel`` that adds each call's wall time to a timer and traces it as a ``model`` span."""
+
+    def __init__(self, model: Any, timer: _Timer) -> None:
+        self._model = model
+        self._timer = timer
+        self.name = model.name
+
+    def complete(self, messages: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        with tracer().start_as_current_span("model", attributes={"orch.purpose": str(kwargs.get("purpose", ""))}):
+            try:
+                return self._model.complete(messages, **kwargs)
+            finally:
+                self._timer.model_s += time.perf_counter() - started
+
+
+@contextmanager
+def _runtime(
+    settings: Settings, req: dict[str, Any], cursor: int, pc: PhaseContext, record: JobRecord
+) -> Iterator[tuple[Any, _Timer]]:
+    from orchestrator.act.memo import MemoStore
+    from orchestrator.llm.factory import parse_model_spec
+    from orchestrator.skills.cache import ReadCache
+    from orchestrator.skills.loader import RUNTIME_WORK_DIRS, SkillLibrary
+    from orchestrator.workflow.run import Runtime
+
+    skills = Path(req.get("skills") or settings.skills_dir)
+    spec = req.get("model") or settings.model.name
+    library = SkillLibrary(
+        skills, l2_max_tokens=settings.disclosure.l2_max_tokens, cache=ReadCache(), work_dirs=RUNTIME_WORK_DIRS
+    )
+    sandbox = _sandbox(settings)
+    timer = _Timer()
+    kind, value = parse_model_spec(spec)
+    with _model(kind, value, spec, settings, cursor) as (model, server):
+        rt = Runtime(
+            settings=settings,
+            model=_TimedModel(model, timer),
+            library=library,
+            sandbox=sandbox,
+            store=MemoStore(settings.cache_dir / "store"),
+            available_tools=sandbox.image_tools,
+            on_event=lambda name, data: pc.on_event(name, {"job": record.job_id, **data}),
+        )
+        rt._scripted_server = server  # type: ignore[attr-defined]
+        yield rt, timer
+
+
+_SANDBOXES: dict[Any, Any] = {}
+
+
+def _sandbox(settings: Settings) -> Any:
+    """One lazily connected sandbox per worker process (and sandbox settings), reused by every phase."""
+    from orchestrator.workflow.runtime import LazySandbox
+
+    key = (os.getpid(), settings.sandbox)
+    if key not in _SANDBOXES:
+        _SANDBOXES[key] = LazySandbox(settings)
+    return _SANDBOXES[key]
+
+
+@contextmanager
+def _model(kind: str, value: str, spec: str, settings: Settings, cursor: int) -> Iterator[tuple[Any, Any]]:
+    from orchestrator.llm.factory import open_model, open_scripted_model
+
+    if kind == "scripted":
+        with open_scripted_model(Path(value), settings.model, name=spec, start_at=cursor, partial=True) as pair:
+            yield pair
+    else:
+        with open_model(spec, settings.model) as model:
+            yield model, None
+
+
+def rt_model_cursor(rt: Any, cursor: int) -> int:
+    """Where the next phase's scripted model continues its scenario (unchanged for a real model)."""
+    server = getattr(rt, "_scripted_server", None)
+    return cursor if server is None else int(server.steps_used)
+
+
+def _versions(library: Any, skill_ids: list[str]) -> list[SkillVersion]:
+    out = []
+    for skill_id in dict.fromkeys(skill_ids):
+        try:
+            folder = library.resolve(skill_id, "SKILL.md").parent
+        except OrchestratorError:
+            continue
+        out.append(SkillVersion(id=skill_id, sha256=folder_hash(folder)))
+    return out
+
+
+def folder_hash(folder: Path) -> str:
+    """sha256 over every regular file's relative path and bytes (sizes only past 64 MB in total)."""
+    digest = hashlib.sha256()
+    budget = MAX_HASH_BYTES
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
+        rel = path.relative_to(folder).as_posix()
+        size = path.stat().st_size
+        digest.update(f"{rel}\0{size}\0".encode("utf-8", errors="surrogateescape"))
+        if size <= budget:
+            budget -= size
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
+def _save_evidence(result: GoalResult, cache_dir: Path) -> str:
+    path = cache_dir / "jobs" / result.job_id / "result.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(mask_value(result.model_dump(mode="json", by_alias=True)), indent=2), "utf-8")
+    return str(path)
