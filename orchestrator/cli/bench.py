@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -43,3 +44,33 @@ def sandbox_bench(
             f"runner median {result.runner_median_ms} ms (p95 {result.runner_p95_ms}), docker run median "
             f"{result.docker_run_median_ms} ms, ratio {result.ratio_vs_docker_run}, job setup {result.job_setup_ms} ms"
         )
+
+
+@app.command("throughput", help="Goals per minute with 1 and W workers (own Redis, scripted model with think time).")
+def throughput_bench(
+    ctx: typer.Context,
+    goals: Annotated[int, typer.Option("--goals", min=1, help="Goals per run.")] = 20,
+    workers: Annotated[int, typer.Option("--workers", min=1, help="Workers of the second run (the first has 1).")] = 2,
+    think_ms: Annotated[int, typer.Option("--think-ms", min=0, help="Model think time per reply.")] = 1000,
+    scenario: Annotated[
+        Path, typer.Option("--scenario", help="Scenario played for every goal.")
+    ] = Path("ops/scenarios/brand-json.yaml"),
+    skills: Annotated[Path, typer.Option("--skills", help="Skills folder.")] = Path("skills"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
+) -> None:
+    from orchestrator.worker.bench import bench_throughput
+
+    try:
+        state(ctx).settings()
+        report = bench_throughput(goals=goals, workers=workers, think_ms=think_ms, scenario=scenario, skills=skills)
+    except OrchestratorError as e:
+        fail(e, as_json=as_json)
+    if as_json:
+        emit_json(report)
+    else:
+        for run in report.runs:
+            typer.echo(
+                f"{run.workers} worker(s): {run.goals_per_min} goals/min, overhead median {run.overhead_s_median} s "
+                f"(p95 {run.overhead_s_p95}), {run.done}/{run.goals} done"
+            )
+        typer.echo(f"ratio {report.ratio}; ok={report.ok}")

@@ -8,6 +8,7 @@ about ``stale_after_s`` instead: a running job's heartbeat stops, a live worker'
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from types import TracebackType
 
@@ -109,6 +110,20 @@ class Sweeper:
                 continue
             touched.append(job_id)
             killed = self._kill(job_id)
+            record = self._ledger.get(job_id)
+            self._ledger.add_history(
+                job_id,
+                {
+                    "phase": phase,
+                    "worker": self._name,
+                    "attempt": attempts,
+                    "start": time.time(),
+                    "end": time.time(),
+                    "outcome": "taken_over" if outcome == "requeue" else "failed",
+                    "reason": record.reason if record else "",
+                    "containers_removed": killed,
+                },
+            )
             log.warning("sweep.took_over", job=job_id, phase=phase, attempts=attempts, outcome=outcome, killed=killed)
             if outcome == "requeue":
                 self._requeue(job_id, phase)

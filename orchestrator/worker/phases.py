@@ -69,6 +69,11 @@ def run_phase(pc: PhaseContext, job_id: str, phase: str) -> str:
         return outcome
     record = pc.ledger.get(job_id)
     assert record is not None
+    if phase.startswith("act:"):
+        index = int(phase.split(":")[1])
+        skill = record.plan[index] if index < len(record.plan) else None
+        pc.ledger.update(job_id, step=index, skill=skill)
+        record = record.model_copy(update={"step": index, "skill": skill})
     if attempt > 1:
         pc.kill_containers(job_id)  # what an earlier attempt left behind
     started = time.time()

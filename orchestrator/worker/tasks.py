@@ -25,6 +25,9 @@ from orchestrator.worker.phases import PhaseBusy, PhaseContext, job_ended, run_p
 
 log = get_logger("orchestrator.worker")
 BUSY_RETRY_S = 2.0
+_RESERVED_EVENT_FIELDS = frozenset(
+    {"event", "state", "type", "timestamp", "name", "args", "kwargs", "uuid", "hostname", "result", "info", "id"}
+)
 _process: dict[str, Any] = {}
 _process_lock = threading.Lock()
 
@@ -62,7 +65,9 @@ def _context(task: Task) -> PhaseContext:
     ledger = _ledger()
 
     def on_event(name: str, data: dict[str, Any]) -> None:
-        task.send_event("task-progress", event=name, **{k: v for k, v in data.items() if k != "type"})
+        # Flower merges event fields into its task object: keep clear of the names it uses itself.
+        fields = {(f"orch_{k}" if k in _RESERVED_EVENT_FIELDS else k): v for k, v in data.items()}
+        task.send_event("task-progress", progress=name, **fields)
 
     return PhaseContext(
         settings=settings,
@@ -116,6 +121,10 @@ def _span_sink(trace_id: str, span: dict[str, Any]) -> None:
 @worker_process_init.connect
 def _init_process(**_: Any) -> None:
     configure_tracing("orchestrator-worker", _span_sink)
+    # Import the workflow now, not inside the first task: the first goal of a process should not pay for it.
+    import orchestrator.act.engine  # noqa: F401
+    import orchestrator.llm.factory  # noqa: F401
+    import orchestrator.workflow.run  # noqa: F401
 
 
 @worker_ready.connect

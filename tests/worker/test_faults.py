@@ -1,0 +1,118 @@
+"""Faults that lose no goal: a worker SIGKILLed mid-goal, Redis restarted with a batch queued, a batch of 50.
+
+Real Redis (a private server per test), real Celery workers (subprocesses), real Docker.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from worker_helpers import LABEL_PREFIX, REPO, Cluster, goal_line, wait_for
+
+FAST_TAKEOVER = {
+    "ORCH_WORKER__HEARTBEAT_S": "1",
+    "ORCH_WORKER__STALE_AFTER_S": "6",
+    "ORCH_WORKER__SWEEP_S": "1",
+}
+
+
+def _scenario_with_delay(src: Path, dest: Path, delay_ms: int) -> Path:
+    data = yaml.safe_load(src.read_text())
+    data["delay_ms"] = delay_ms
+    dest.write_text(yaml.safe_dump(data, sort_keys=False))
+    return dest
+
+
+def _job_containers(docker_client, job_id: str) -> list[str]:
+    key = f"{LABEL_PREFIX}.job"
+    return [
+        c.name
+        for c in docker_client.containers.list(all=True, filters={"label": key})
+        if c.labels.get(key, "") == job_id or c.labels.get(key, "").startswith(f"{job_id}-")
+    ]
+
+
+def _states(cluster: Cluster, ids: list[str]) -> dict[str, str]:
+    ledger = cluster.ledger()
+    return {i: (r.state if (r := ledger.get(i)) else "missing") for i in ids}
+
+
+@pytest.mark.docker
+@pytest.mark.redis
+def test_a_worker_killed_mid_goal_is_taken_over_and_leaves_no_container(
+    cluster: Cluster, docker_client, sandbox_image: str, tmp_path: Path
+) -> None:
+    cluster.settings_env.update(FAST_TAKEOVER)
+    scenario = _scenario_with_delay(REPO / "ops/scenarios/brand-deck.yaml", tmp_path / "deck.yaml", 1200)
+    cluster.start_worker("doomed")
+    line = json.dumps({"goal": "Make a 5-slide deck on Q3 results", "model": f"scripted:{scenario}", "job_id": "kill"})
+    assert cluster.cli("submit", "-", stdin=line).returncode == 0
+    ledger = cluster.ledger()
+
+    def pptx_step_running() -> bool:
+        rec = ledger.get("kill")
+        running = rec is not None and rec.state == "acting" and rec.step == 1 and rec.running
+        return running and bool(_job_containers(docker_client, "kill"))
+
+    # step 1 (the pptx skill) is running and has its sandbox containers: kill the worker's whole process group
+    wait_for(lambda: ledger.get("kill") and ledger.get("kill").next == "act:1", 120, "the pptx step to be next")
+    cluster.start_worker("survivor")
+    wait_for(pptx_step_running, 60, "the pptx step to run in its sandbox")
+    assert ledger.get("kill").worker.startswith("doomed@")
+    killed_at = time.monotonic()
+    cluster.kill_worker("doomed")
+
+    wait_for(lambda: _states(cluster, ["kill"])["kill"] in ("done", "unmet", "failed"), 120, "the job to end")
+    recovered_s = time.monotonic() - killed_at
+    job = cluster.job("kill")
+    assert job["state"] == "done", (job["reason"], cluster.log("survivor"))
+    assert recovered_s < 120
+    assert job["attempts"] == 2
+    takeovers = [h for h in job["history"] if h["outcome"] == "taken_over"]
+    assert len(takeovers) == 1 and "doomed@" in takeovers[0]["reason"] and "during act:1" in takeovers[0]["reason"]
+    runs = [(h["phase"], h["worker"].split("@")[0]) for h in job["history"] if h["outcome"] != "taken_over"]
+    assert runs == [("plan", "doomed"), ("act:0", "doomed"), ("act:1", "survivor"), ("reflect", "survivor")]
+    paths = [a["path"] for a in job["artifacts"]]
+    assert len(paths) == len(set(paths)) and any(p.endswith(".pptx") for p in paths)
+    assert _job_containers(docker_client, "kill") == []
+
+
+@pytest.mark.redis
+def test_a_redis_restart_with_a_batch_queued_loses_nothing(cluster: Cluster) -> None:
+    ids = [f"restart-{i}" for i in range(6)]
+    done = cluster.cli("submit", "-", stdin="\n".join(goal_line(i) for i in ids))
+    assert done.returncode == 0, done.stderr
+    cluster.redis.stop()  # SIGTERM: as a service manager restarts it
+    cluster.redis.start()
+    assert set(_states(cluster, ids).values()) == {"queued"}
+    cluster.start_worker("w1", concurrency=2)
+    wait_for(lambda: set(_states(cluster, ids).values()) <= {"done", "unmet", "failed"}, 150, "the batch to end", 1)
+    assert set(_states(cluster, ids).values()) == {"done"}
+    for job_id in ids:
+        assert [h["phase"] for h in cluster.job(job_id)["history"]] == ["plan", "act:0", "reflect"]
+
+
+@pytest.mark.redis
+def test_a_batch_of_50_gives_50_results_none_lost_none_run_twice(cluster: Cluster) -> None:
+    ids = [f"fifty-{i:02d}" for i in range(50)]
+    cluster.start_worker("w1", concurrency=2)
+    cluster.start_worker("w2", concurrency=2)
+    done = cluster.cli(
+        "submit", "-", "--wait", "--json", "--timeout", "400", stdin="\n".join(goal_line(i) for i in ids), timeout=450
+    )
+    report = json.loads(done.stdout)
+    assert done.returncode == 0, (done.stderr, cluster.log("w1"))
+    assert sorted(j["job_id"] for j in report["jobs"]) == ids
+    assert {j["state"] for j in report["jobs"]} == {"done"}
+    ledger = cluster.ledger()
+    for job_id in ids:
+        record = ledger.get(job_id)
+        assert record.attempts == 1
+        assert [h["phase"] for h in record.history] == ["plan", "act:0", "reflect"]
+        assert [a["path"] for a in record.artifacts] == ["brand.json"]
+        assert (cluster.output_root / job_id / "brand.json").is_file()
+    assert {r.worker.split("@")[0] for r in map(ledger.get, ids)} == {"w1", "w2"}

@@ -1,0 +1,107 @@
+"""The ledger decides who runs which phase of a job: once, by one worker at a time, and takes over dead ones."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from worker_helpers import RedisServer
+
+from orchestrator.worker.ledger import JobRecord, Ledger
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    s = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture
+def ledger(server: RedisServer) -> Iterator[Ledger]:
+    led = Ledger.from_url(server.url)
+    led.r.flushdb()
+    yield led
+
+
+def _job(ledger: Ledger, job_id: str = "j1") -> JobRecord:
+    record = JobRecord(job_id=job_id, goal="g", submitted_at=time.time())
+    assert ledger.create(record)
+    return record
+
+
+def test_a_job_id_is_created_once(ledger: Ledger) -> None:
+    _job(ledger)
+    assert not ledger.create(JobRecord(job_id="j1", goal="another goal", submitted_at=time.time()))
+    assert ledger.get("j1").goal == "g"
+
+
+def test_only_the_next_phase_runs_and_only_on_one_worker(ledger: Ledger) -> None:
+    _job(ledger)
+    assert ledger.acquire("j1", "act:0", worker="a", lease_s=30, max_attempts=3)[0] == "stale"
+    outcome, token, attempts = ledger.acquire("j1", "plan", worker="a", lease_s=30, max_attempts=3)
+    assert (outcome, attempts) == ("ok", 1)
+    assert ledger.acquire("j1", "plan", worker="b", lease_s=30, max_attempts=3)[0] == "busy"
+    record = ledger.get("j1")
+    assert (record.state, record.worker, record.running) == ("planning", "a", True)
+    ledger.commit_phase("j1", token, {"state": {}}, next="act:0")
+    assert ledger.release("j1", token)
+    # a redelivered plan task now does nothing
+    assert ledger.acquire("j1", "plan", worker="b", lease_s=30, max_attempts=3)[0] == "stale"
+    outcome, _, attempts = ledger.acquire("j1", "act:0", worker="b", lease_s=30, max_attempts=3)
+    assert (outcome, attempts) == ("ok", 1)
+    assert ledger.get("j1").state == "acting"
+
+
+def test_a_stale_heartbeat_is_taken_over_once_with_attempts_raised(ledger: Ledger) -> None:
+    _job(ledger)
+    _, token, _ = ledger.acquire("j1", "plan", worker="dead", lease_s=30, max_attempts=3)
+    assert ledger.running_ids() == ["j1"]
+    assert ledger.take_over_if_stale("j1", stale_after_s=60, max_attempts=3, sweeper="s")[0] == "fresh"
+    ledger.update("j1", heartbeat=time.time() - 120)
+    assert ledger.take_over_if_stale("j1", stale_after_s=60, max_attempts=3, sweeper="s") == ("requeue", "plan", 2)
+    # a second sweeper finds nothing left to take over
+    assert ledger.take_over_if_stale("j1", stale_after_s=60, max_attempts=3, sweeper="t")[0] == "fresh"
+    record = ledger.get("j1")
+    assert record.attempts == 2 and "stopped heartbeating during plan" in (record.reason or "")
+    # the dead worker lost its lease: it can neither renew nor commit
+    assert not ledger.renew("j1", token, 30)
+    outcome, _, attempts = ledger.acquire("j1", "plan", worker="live", lease_s=30, max_attempts=3)
+    assert (outcome, attempts) == ("ok", 2)
+
+
+def test_after_the_attempt_cap_the_job_fails_with_the_reason(ledger: Ledger) -> None:
+    _job(ledger)
+    for _ in range(3):
+        outcome, _, _ = ledger.acquire("j1", "plan", worker="dies", lease_s=30, max_attempts=3)
+        assert outcome == "ok"
+        ledger.update("j1", heartbeat=time.time() - 120)
+        outcome, _, _ = ledger.take_over_if_stale("j1", stale_after_s=60, max_attempts=3, sweeper="s")
+    assert outcome == "exhausted"
+    record = ledger.get("j1")
+    assert record.state == "failed" and record.next == "end" and record.attempts == 4
+    assert "gave up after 3 attempts" in (record.reason or "")
+    assert ledger.running_ids() == []
+    assert ledger.acquire("j1", "plan", worker="late", lease_s=30, max_attempts=3)[0] == "stale"
+
+
+def test_a_phase_redelivered_after_its_worker_died_counts_as_an_attempt(ledger: Ledger) -> None:
+    _job(ledger)
+    ledger.acquire("j1", "plan", worker="dead", lease_s=0.2, max_attempts=3)
+    time.sleep(0.3)  # the lease expired, the running flag stayed: the first run never finished
+    outcome, _, attempts = ledger.acquire("j1", "plan", worker="b", lease_s=30, max_attempts=3)
+    assert (outcome, attempts) == ("ok", 2)
+
+
+def test_commit_is_refused_to_a_worker_that_lost_its_lease(ledger: Ledger, tmp_path: Path) -> None:
+    from orchestrator.worker.ledger import LeaseLost
+
+    _job(ledger)
+    _, token, _ = ledger.acquire("j1", "plan", worker="slow", lease_s=30, max_attempts=3)
+    ledger.update("j1", heartbeat=time.time() - 120)
+    ledger.take_over_if_stale("j1", stale_after_s=60, max_attempts=3, sweeper="s")
+    with pytest.raises(LeaseLost):
+        ledger.commit_phase("j1", token, {"state": {}}, next="act:0")
+    assert ledger.get("j1").next == "plan"
