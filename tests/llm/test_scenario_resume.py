@@ -26,6 +26,7 @@ def test_replies_wait_for_their_think_time(write_scenario, fast_settings) -> Non
         started = time.perf_counter()
         assert model.complete([Message(role="user", content="hi")]).content == "second"
         second = time.perf_counter() - started
+        assert model.complete([Message(role="user", content="hi")]).content == "third"
     assert first >= 0.3
     assert second < first  # the step's own delay_ms: 0 wins over the scenario's
 

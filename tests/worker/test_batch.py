@@ -63,7 +63,8 @@ def test_jobs_trace_prints_the_goal_span_tree_from_the_ledger(shared_cluster: Cl
     assert len(goal) == 1 and goal[0]["parent_id"] is None
     phases = [s for s in spans.values() if s["parent_id"] == goal[0]["span_id"]]
     assert sorted(s["name"] for s in phases) == ["act", "plan", "reflect"]
-    models = [s for s in spans.values() if s["name"] == "model"]
-    assert len(models) == 6 and all(spans[m["parent_id"]]["name"] in ("plan", "act", "reflect") for m in models)
+    models = [spans[s["parent_id"]]["name"] for s in spans.values() if s["name"] == "model"]
+    # reflect's semantic verdict may be reused from an earlier job with identical artifacts (no model call)
+    assert models.count("plan") == 1 and models.count("act") == 4 and models.count("reflect") <= 1
     text = cluster.cli("jobs", "traced", "--trace").stdout
     assert "goal" in text and "plan" in text and "act" in text

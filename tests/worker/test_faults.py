@@ -29,11 +29,9 @@ def _scenario_with_delay(src: Path, dest: Path, delay_ms: int) -> Path:
 
 def _job_containers(docker_client, job_id: str) -> list[str]:
     key = f"{LABEL_PREFIX}.job"
-    return [
-        c.name
-        for c in docker_client.containers.list(all=True, filters={"label": key})
-        if c.labels.get(key, "") == job_id or c.labels.get(key, "").startswith(f"{job_id}-")
-    ]
+    found = docker_client.api.containers(all=True, filters={"label": key})  # one call: no inspect races
+    labels = [(c.get("Labels") or {}).get(key, "") for c in found]
+    return [v for v in labels if v == job_id or v.startswith(f"{job_id}-")]
 
 
 def _states(cluster: Cluster, ids: list[str]) -> dict[str, str]:

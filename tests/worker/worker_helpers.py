@@ -25,7 +25,7 @@ import redis
 REPO = Path(__file__).resolve().parents[2]
 BRAND_JSON = REPO / "ops" / "scenarios" / "brand-json.yaml"
 BRAND_GOAL = "Give me our brand rules as a machine-readable brand.json"
-LABEL_PREFIX = "orchtest"
+LABEL_PREFIX = "orchworktest"  # not "orchtest": the sandbox tests sweep that one for leftovers
 
 
 def free_port() -> int:
