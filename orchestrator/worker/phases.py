@@ -347,17 +347,28 @@ def _versions(library: Any, skill_ids: list[str]) -> list[SkillVersion]:
     return out
 
 
+_HASHES: dict[Path, tuple[tuple[tuple[str, int, int], ...], str]] = {}
+
+
 def folder_hash(folder: Path) -> str:
-    """sha256 over every regular file's relative path and bytes (sizes only past 64 MB in total)."""
+    """sha256 over every regular file's relative path and bytes (sizes only past 64 MB in total).
+
+    Remembered per process while no file's size or modification time changes, so the plan phase of every goal
+    does not read every skill again.
+    """
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
+    signature = tuple((p.relative_to(folder).as_posix(), (st := p.stat()).st_size, st.st_mtime_ns) for p in files)
+    cached = _HASHES.get(folder)
+    if cached is not None and cached[0] == signature:
+        return cached[1]
     digest = hashlib.sha256()
     budget = MAX_HASH_BYTES
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink()):
-        rel = path.relative_to(folder).as_posix()
-        size = path.stat().st_size
+    for path, (rel, size, _mtime) in zip(files, signature, strict=True):
         digest.update(f"{rel}\0{size}\0".encode("utf-8", errors="surrogateescape"))
         if size <= budget:
             budget -= size
             digest.update(path.read_bytes())
+    _HASHES[folder] = (signature, digest.hexdigest())
     return digest.hexdigest()
 
 

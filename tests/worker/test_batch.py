@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from worker_helpers import Cluster, goal_line, wait_for
 
@@ -68,3 +70,42 @@ def test_jobs_trace_prints_the_goal_span_tree_from_the_ledger(shared_cluster: Cl
     assert models.count("plan") == 1 and models.count("act") == 4 and models.count("reflect") <= 1
     text = cluster.cli("jobs", "traced", "--trace").stdout
     assert "goal" in text and "plan" in text and "act" in text
+
+
+def test_every_log_line_of_a_job_carries_its_trace_id(shared_cluster: Cluster) -> None:
+    cluster = shared_cluster
+    done = cluster.cli("submit", "-", "--wait", "--timeout", "150", stdin=goal_line("logged"), timeout=180)
+    assert done.returncode == 0, done.stderr
+    trace_id = cluster.job("logged")["trace_id"]
+    lines = [json.loads(x) for x in cluster.log("w1").splitlines() if x.startswith("{") and '"logged"' in x]
+    events = {line["event"] for line in lines}
+    assert {"plan.started", "plan.done", "act.started", "act.done", "validate.done"} <= events
+    assert {line.get("trace_id") for line in lines} == {trace_id}
+
+
+def test_spans_are_exported_over_otlp_when_the_standard_variables_are_set(cluster: Cluster) -> None:
+    received: list[bytes] = []
+
+    class Collector(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            received.append(self.path.encode() + b" " + self.rfile.read(int(self.headers["Content-Length"])))
+            self.send_response(200)
+            self.send_header("Content-Type", "application/x-protobuf")
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Collector)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        cluster.settings_env.update(
+            OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{server.server_address[1]}", OTEL_BSP_SCHEDULE_DELAY="200"
+        )
+        cluster.start_worker("w1")
+        done = cluster.cli("submit", "-", "--wait", "--timeout", "150", stdin=goal_line("exported"), timeout=180)
+        assert done.returncode == 0, done.stderr
+        trace_id = bytes.fromhex(cluster.job("exported")["trace_id"])
+        wait_for(lambda: any(b"/v1/traces " in r and trace_id in r and b"goal" in r for r in received), 30, "spans")
+    finally:
+        server.shutdown()
