@@ -53,7 +53,8 @@ def run_goal(
         ),
     ] = None,
     inputs: Annotated[
-        list[Path] | None, typer.Option("--input", help="Input file for the skills (repeatable).")
+        list[Path] | None,
+        typer.Option("--input", help="Input file for the skills (repeatable); default: a scripted scenario's inputs."),
     ] = None,
     constraints: Annotated[
         list[str] | None, typer.Option("--constraint", help="Extra constraint (repeatable).")
@@ -86,7 +87,9 @@ def run_goal(
                 next_step="pass --skills DIR pointing at a folder of skills",
             )
         console = Console(stderr=True, soft_wrap=True)
-        request = GoalRequest(goal=goal_text, inputs=inputs or [], constraints=constraints or [])
+        request = GoalRequest(
+            goal=goal_text, inputs=inputs or _scenario_inputs(model_spec), constraints=constraints or []
+        )
         with build_runtime(
             settings, skills, model_spec, use_memo=not no_memo, on_event=_progress_printer(console)
         ) as rt:
@@ -111,6 +114,15 @@ def _goal_text(goal: str | None, model_spec: str) -> str:
 
         return load_scenario(Path(model_spec.split(":", 1)[1])).goal
     raise ConfigError("no goal given", where="cli", next_step='pass the goal: python -m orchestrator run "…"')
+
+
+def _scenario_inputs(model_spec: str) -> list[Path]:
+    """A scripted model's scenario may name the goal's input files; ``--input`` replaces them."""
+    if not model_spec.startswith("scripted:"):
+        return []
+    from orchestrator.llm.scenario import load_scenario, scenario_inputs
+
+    return scenario_inputs(load_scenario(Path(model_spec.split(":", 1)[1])))
 
 
 def _save_evidence(result: Any, cache_dir: Path) -> str:

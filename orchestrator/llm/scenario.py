@@ -5,6 +5,7 @@ runtime sent before answering::
 
     goal: "Make a 5-slide deck on Q3 results"   # required: the goal the scenario was written for
     model: scripted-demo                        # optional: model id echoed back (default: the request's)
+    inputs: [data/sales.csv]                    # optional: the goal's input files, relative to this file
     forbid: ["def main(", "import pptx"]        # optional: text NO request may contain (whole body)
     steps:                                      # one per request, played in order
       - purpose: plan                           # optional: required X-Orch-Purpose header
@@ -125,12 +126,20 @@ class Step(_Strict):
 class Scenario(_Strict):
     goal: str = Field(min_length=1)
     model: str | None = None
+    inputs: StrList = []
+    """Input files of the goal, relative to the scenario file (used by ``run`` when no ``--input`` is given)."""
     forbid: StrList = []
     steps: list[Step] = Field(min_length=1)
     delay_ms: int = Field(0, ge=0, le=600_000)
     """Think time before every reply whose step sets none."""
     source: str = Field("<memory>", exclude=True)
     """Where the scenario came from (the file path); used in every mismatch message."""
+
+
+def scenario_inputs(scenario: Scenario) -> list[Path]:
+    """The scenario's input files as paths (relative entries resolve from the scenario file's folder)."""
+    base = Path(scenario.source).parent
+    return [base / entry for entry in scenario.inputs]
 
 
 def load_scenario(path: Path | str) -> Scenario:
