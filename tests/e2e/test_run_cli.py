@@ -37,11 +37,12 @@ def cli_env(tmp_path: Path, sandbox_image: str) -> dict[str, str]:
     return env
 
 
-def _script_lines() -> set[str]:
+def _script_lines(min_chars: int = 20) -> set[str]:
+    """Lines of the bundled scripts long enough to be their own (``else:`` or ``pass`` say nothing)."""
     lines = set()
     for script in (REPO / "skills").rglob("*"):
         if script.suffix in (".py", ".sh", ".js") and script.is_file():
-            lines |= {line.strip() for line in script.read_text().splitlines() if line.strip()}
+            lines |= {line.strip() for line in script.read_text().splitlines() if len(line.strip()) >= min_chars}
     return lines
 
 
@@ -79,19 +80,6 @@ def test_the_demo_goal_produces_a_validated_five_slide_deck_and_a_clean_trace(cl
     assert "brand-guidelines" in plan_text
 
 
-@pytest.mark.parametrize("scenario", sorted((REPO / "ops" / "scenarios").glob("*.yaml")), ids=lambda p: p.stem)
-def test_a_second_identical_run_costs_fewer_tokens_and_no_more_tool_calls(scenario: Path, cli_env, tmp_path):
-    metrics = []
-    for n in range(2):
-        proc = run_cli("run", "--skills", "skills", "--out", str(tmp_path / f"out{n}"), "--model",
-                       f"scripted:{scenario}", "--json", env=cli_env)
-        assert proc.returncode == 0, proc.stdout + proc.stderr
-        metrics.append(json.loads(proc.stdout)["metrics"])
-    first, second = metrics
-    assert second["tokens_in"] + second["tokens_out"] < first["tokens_in"] + first["tokens_out"]
-    assert second["tool_calls"] <= first["tool_calls"]
-
-
 def test_a_second_run_replays_an_identical_script_run_without_a_container(cli_env, tmp_path):
     results = []
     for n in range(2):
@@ -120,19 +108,6 @@ def test_a_goal_with_a_bad_skills_folder_fails_with_an_actionable_error(cli_env,
     assert proc.returncode == 2
     error = json.loads(proc.stdout)
     assert error["ok"] is False and "skills folder not found" in error["message"] and error["next_step"]
-
-
-@pytest.mark.parametrize("scenario", sorted((REPO / "ops" / "scenarios").glob("*.yaml")), ids=lambda p: p.stem)
-def test_every_bundled_scenario_runs_its_own_goal_to_done(scenario: Path, cli_env, tmp_path):
-    from orchestrator.llm.scenario import load_scenario
-
-    assert load_scenario(scenario).goal
-    proc = run_cli("run", "--skills", "skills", "--out", str(tmp_path / "out"), "--model", f"scripted:{scenario}",
-                   "--json", env=cli_env)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    result = json.loads(proc.stdout)
-    assert result["status"] == "done" and result["goal"] == load_scenario(scenario).goal
-    assert result["validation_stats"]["runs"] >= 2 and result["validation_stats"]["pass_rate"] > 0
 
 
 def write_scenario(path: Path, goal: str, steps: list[dict]) -> Path:

@@ -81,6 +81,8 @@ def load_rows(path, delimiter):
         raise BadInput(f"CSV file not found: {path}") from exc
     except IsADirectoryError as exc:
         raise BadInput(f"{path} is a folder, not a CSV file") from exc
+    except OSError as exc:
+        raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from exc
     if len(raw) > MAX_BYTES:
         raise BadInput(f"{path} is larger than {MAX_BYTES // (1024 * 1024)} MiB")
     try:
@@ -99,6 +101,8 @@ def load_rows(path, delimiter):
     except csv.Error as exc:
         raise BadInput(f"{path} is not readable as CSV: {exc}") from exc
     rows = [row for row in rows if any(cell.strip() for cell in row)]
+    if not rows:
+        raise BadInput(f"{path} has no header row")
     header = [cell.strip() for cell in rows[0]]
     if len(header) > MAX_COLUMNS:
         raise BadInput(f"{path} has {len(header)} columns, more than {MAX_COLUMNS}")

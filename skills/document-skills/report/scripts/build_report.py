@@ -124,6 +124,8 @@ def check_image(value, where):
             data = handle.read(MAX_IMAGE_BYTES + 1)
     except FileNotFoundError as exc:
         raise BadInput(f"{where} not found: {value}") from exc
+    except OSError as exc:
+        raise BadInput(f"cannot read {where} {value}: {exc.strerror or exc}") from exc
     if len(data) > MAX_IMAGE_BYTES:
         raise BadInput(f"{where} {value} is larger than 10 MiB")
     try:

@@ -100,6 +100,8 @@ def load_csv(path):
             raw = handle.read(MAX_INPUT_BYTES + 1)
     except FileNotFoundError as exc:
         raise BadInput(f"CSV file not found: {path}") from exc
+    except OSError as exc:
+        raise BadInput(f"cannot read {path}: {exc.strerror or exc}") from exc
     if len(raw) > MAX_INPUT_BYTES:
         raise BadInput(f"{path} is larger than {MAX_INPUT_BYTES // (1024 * 1024)} MiB")
     try:
@@ -197,6 +199,8 @@ def write_sheet(ws, sheet, where, brand):
     if len(columns) > MAX_COLUMNS or len(rows) > MAX_ROWS:
         raise BadInput(f"{where}: at most {MAX_COLUMNS} columns and {MAX_ROWS} rows")
     first, last = 2, len(rows) + 1
+    for name, template in formulas.items():  # checked even when there are no rows yet
+        expand(template, columns, first, first, max(first, last), f"{where} [{name}]")
     ws.append(columns)
     header_fill = PatternFill("solid", fgColor=brand["primary"]) if brand else None
     for cell in ws[1]:

@@ -10,7 +10,8 @@ import sys
 from pathlib import PurePosixPath
 
 MAX_LISTED = 40
-REFERENCE = re.compile(r"(?:(?P<sheet>[A-Za-z0-9_]+|'[^']+')!)?\$?(?P<col>[A-Z]{1,3})\$?(?P<row>\d+)")
+CELL = r"\$?([A-Z]{1,3})\$?(\d+)"
+REFERENCE = re.compile(rf"(?:(?P<sheet>[A-Za-z0-9_]+|'[^']+')!)?(?P<first>{CELL})(?::(?P<last>{CELL}))?")
 
 
 def fail(message):
@@ -46,9 +47,12 @@ def reference_problems(book, sheet, formula):
                 problems.append(f"refers to a missing sheet {name!r}")
                 continue
             target = book[name]
-        column, row = column_index_from_string(match.group("col")), int(match.group("row"))
-        if column > target.max_column or row > target.max_row:
-            problems.append(f"{match.group(0)} is outside the used range of {target.title!r}")
+        for end in ("first", "last"):
+            if match.group(end) is None:
+                continue
+            letters, digits = re.fullmatch(CELL, match.group(end)).groups()
+            if column_index_from_string(letters) > target.max_column or int(digits) > target.max_row:
+                problems.append(f"{match.group(end)} is outside the used range of {target.title!r}")
     return problems
 
 
