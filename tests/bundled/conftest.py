@@ -13,7 +13,7 @@ import pytest
 from bundled_helpers import SKILLS
 
 from orchestrator.config import SandboxSettings
-from orchestrator.sandbox.docker import SandboxJob, SandboxRunner
+from orchestrator.sandbox.docker import SandboxRunner
 
 TEST_LABEL_PREFIX = "orchtest"  # as in tests/conftest.py
 
@@ -29,7 +29,7 @@ class Run:
 
 @dataclass
 class SkillSandbox:
-    job: SandboxJob
+    job: Any  # the runner's job: run_script, read_file, close
     inputs: Path
 
     def run(self, script: str, args: dict[str, Any] | list[Any]) -> Run:
@@ -58,7 +58,7 @@ def skill_sandbox(
     bundled_runner: SandboxRunner, tmp_path_factory
 ) -> Iterator[Callable[[str, dict[str, str | bytes]], SkillSandbox]]:
     """skill_sandbox("data/csv-summary", {"sales.csv": "..."}) opens a job on the bundled skill with those inputs."""
-    jobs: list[SandboxJob] = []
+    jobs: list[Any] = []
 
     def open_(skill_id: str, inputs: dict[str, str | bytes]) -> SkillSandbox:
         folder = tmp_path_factory.mktemp("inputs")

@@ -102,3 +102,16 @@ def test_the_notes_schema_refuses_an_action_without_an_owner():
              "actions": [{"task": "do it", "due": None}]}
     with pytest.raises(jsonschema.ValidationError, match="'owner' is a required property"):
         jsonschema.validate(notes, schema)
+
+
+def test_the_brand_json_shown_in_brand_guidelines_is_valid_and_the_schema_refuses_a_bad_colour():
+    import re
+
+    folder = SKILLS / "brand-guidelines"
+    schema = json.loads((folder / "brand.schema.json").read_text())
+    [example] = re.findall(r"```json\n(.*?)```", (folder / "SKILL.md").read_text(), flags=re.S)
+    brand = json.loads(example)
+    jsonschema.validate(brand, schema)
+    brand["colors"]["primary"] = "navy"
+    with pytest.raises(jsonschema.ValidationError, match="does not match"):
+        jsonschema.validate(brand, schema)

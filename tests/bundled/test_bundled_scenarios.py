@@ -130,6 +130,21 @@ def check_sales_report_chain(out: Path) -> None:
     assert str(doc.styles["Heading 1"].font.color.rgb) == PRIMARY[1:]
 
 
+def check_sales_deck_chain(out: Path) -> None:
+    from pptx import Presentation
+    from pptx.enum.shapes import MSO_SHAPE_TYPE
+
+    check_brand(out)
+    check_csv_summary(out)
+    assert colour_share(out / "chart.png", PRIMARY) > 0.05
+    deck = Presentation(str(out / "sales-deck.pptx"))
+    assert len(deck.slides) == 4
+    pictures = [sum(s.shape_type == MSO_SHAPE_TYPE.PICTURE for s in slide.shapes) for slide in deck.slides]
+    assert pictures == [0, 1, 0, 0]
+    title = deck.slides[1].shapes.title.text_frame.paragraphs[0].runs[0]
+    assert str(title.font.color.rgb) == PRIMARY[1:]
+
+
 CHECKS: dict[str, Callable[[Path], None]] = {
     "brand-deck": check_brand_deck,
     "brand-json": check_brand,
@@ -138,6 +153,7 @@ CHECKS: dict[str, Callable[[Path], None]] = {
     "meeting-notes": check_meeting_notes,
     "status-report": check_status_report,
     "sales-report-chain": check_sales_report_chain,
+    "sales-deck-chain": check_sales_deck_chain,
 }
 
 
