@@ -97,6 +97,25 @@ class WorkerSettings(_Section):
         return self.sweep_s or min(10.0, self.stale_after_s / 3)
 
 
+class SelectionSettings(_Section):
+    """How skills are chosen for a goal (README "Choosing skills")."""
+
+    shortlist_threshold: int = Field(20, ge=1)
+    """Libraries with more model-invocable skills than this are cut to a retrieval shortlist before planning."""
+    shortlist_size: int = Field(20, ge=1)
+    catalog_max_tokens: int = Field(2500, ge=100)
+    """The skills catalog in the planner's prompt stays under this estimate (descriptions shortened first)."""
+    search_tool: bool = True
+    """Offer ``search_skills {query}`` to the planner when the library was shortlisted."""
+    max_searches: int = Field(3, ge=0)
+    max_plan_calls: int = Field(4, ge=1)
+    """Plan calls per goal, re-plans and search turns included."""
+    plan_token_budget: int = Field(40_000, ge=1000)
+    """Tokens (prompt + completion, as reported) all plan calls of one goal may use."""
+    replans: int = Field(1, ge=0)
+    """How often Reflect may ask for a new plan when a step stays unmet after its retry."""
+
+
 class Settings(BaseSettings):
     """All settings of one process. Build with :func:`load_settings`; pass it down explicitly."""
 
@@ -110,6 +129,7 @@ class Settings(BaseSettings):
     supervisor: SupervisorSettings = SupervisorSettings()
     model: ModelSettings = ModelSettings()
     disclosure: DisclosureSettings = DisclosureSettings()
+    selection: SelectionSettings = SelectionSettings()
     cache_dir: Path = Path.home() / ".cache" / "orchestrator"
     worker: WorkerSettings = WorkerSettings()
     broker_url: str = "redis://localhost:6379/0"

@@ -74,3 +74,64 @@ def throughput_bench(
                 f"(p95 {run.overhead_s_p95}), {run.done}/{run.goals} done"
             )
         typer.echo(f"ratio {report.ratio}; ok={report.ok}")
+
+
+@app.command("selection", help="Recall of the planner's skill shortlist on a goals file, and the prompt it costs.")
+def selection_bench(
+    ctx: typer.Context,
+    skills_dir: Annotated[Path, typer.Option("--skills", help="Skills root folder.")],
+    goals: Annotated[
+        Path, typer.Option("--goals", help='JSON lines {"goal", "expect": [skill ids], "kind"}; expect [] = no fit.')
+    ],
+    k: Annotated[int | None, typer.Option("--k", min=1, help="Also report recall at this K.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
+) -> None:
+    from orchestrator.workflow.bench import DEFAULT_KS, bench_selection
+
+    ks = tuple(sorted({*DEFAULT_KS, *([k] if k else [])}))
+    try:
+        settings = state(ctx).settings()
+        result = bench_selection(skills_dir, goals, ks=ks, selection=settings.selection)
+    except OrchestratorError as e:
+        fail(e, as_json=as_json)
+    if as_json:
+        emit_json(result)
+    else:
+        recall = ", ".join(f"@{key} {value}" for key, value in result.recall_at.items())
+        typer.echo(
+            f"{result.goals} goals over {result.skills} skills: recall {recall}; planner prompt max "
+            f"{result.planner_prompt_tokens_max} tokens; index {result.index_ms} ms (cached {result.index_ms_cached}"
+            f" ms), query median {result.query_ms_median} ms"
+        )
+
+
+@app.command(
+    "tokens",
+    help="Planner prompt tokens vs a prompt holding every SKILL.md, at 10/100/1000 skills; "
+    "tokens of a first and a second run of a shipped scenario.",
+)
+def tokens_bench(
+    ctx: typer.Context,
+    skills_dir: Annotated[Path, typer.Option("--skills", help="Bundled skills to start each library from.")] = Path(
+        "skills"
+    ),
+    scenario: Annotated[
+        Path, typer.Option("--scenario", help="Shipped scenario whose goal and plan are measured.")
+    ] = Path("ops/scenarios/brand-json.yaml"),
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
+) -> None:
+    from orchestrator.workflow.bench import bench_tokens
+
+    try:
+        result = bench_tokens(skills_dir, scenario, state(ctx).settings())
+    except OrchestratorError as e:
+        fail(e, as_json=as_json)
+    if as_json:
+        emit_json(result)
+    else:
+        for run in result.runs:
+            typer.echo(
+                f"{run.skills} skills: planner {run.planner_prompt_tokens} tokens vs naive {run.naive_prompt_tokens};"
+                f" target on the shortlist: {run.shortlist_contains_target}"
+            )
+        typer.echo(f"first run {result.first_run_tokens} tokens, second run {result.second_run_tokens}")

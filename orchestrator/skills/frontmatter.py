@@ -23,6 +23,8 @@ from orchestrator.skills.models import KNOWN_OPERATIONS, Declarations, Problem, 
 
 SPEC_KEYS = ("name", "description", "license", "allowed-tools", "metadata", "compatibility")
 DECLARATION_KEYS = ("requires-tools", "operations", "input-schema")
+#: Keys that clients of the format (Claude Code) define beyond the specification; read, not reported as unknown.
+CLIENT_KEYS = ("disable-model-invocation",)
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 NAME_MAX = 64
 DESCRIPTION_MAX = 1024
@@ -47,6 +49,7 @@ class ParsedSkillMd(BaseModel):
     compatibility: str | None = None
     metadata: dict[str, Any] = Field(default_factory=dict)
     declarations: Declarations = Field(default_factory=Declarations)
+    disable_model_invocation: bool = False
     body: str = ""
     body_line: int = 1  # 1-based line of SKILL.md where ``body`` starts
     problems: list[Problem] = Field(default_factory=list)
@@ -238,7 +241,7 @@ def _read_yaml(yaml_text: str, problems: _Collector) -> _Fields | None:
 
 def _check_fields(fields: _Fields, folder_name: str | None, body: str, problems: _Collector) -> ParsedSkillMd:
     for key, (_, line, _) in fields.items():
-        if key not in SPEC_KEYS and key not in DECLARATION_KEYS:
+        if key not in SPEC_KEYS and key not in DECLARATION_KEYS and key not in CLIENT_KEYS:
             problems.add(
                 "unknown_key",
                 f"unknown frontmatter key '{key}' (the specification defines {', '.join(SPEC_KEYS)})",
@@ -264,9 +267,22 @@ def _check_fields(fields: _Fields, folder_name: str | None, body: str, problems:
         compatibility=compatibility,
         metadata=metadata,
         declarations=_declarations(fields, metadata, problems),
+        disable_model_invocation=_flag(fields, "disable-model-invocation", problems),
         body=body,
         problems=problems.items,
     )
+
+
+def _flag(fields: _Fields, key: str, problems: _Collector) -> bool:
+    """A boolean client key; anything but a YAML boolean is reported and read as false."""
+    if key not in fields or fields[key][0] is None:
+        return False
+    value, line, _ = fields[key]
+    if isinstance(value, bool):
+        return value
+    message = f"'{key}' should be true or false, found {_kind(value)}"
+    problems.add("field_invalid", message, "warning", line=line, field=key)
+    return False
 
 
 def _required_text(fields: _Fields, key: str, problems: _Collector) -> str | None:

@@ -244,6 +244,7 @@ class SkillLibrary:
             path=display_text(str(f.folder)),
             problems=[*f.scan_problems, *loaded.problems],
             l1_tokens=estimate_tokens(l1_text),
+            disable_model_invocation=p.disable_model_invocation,
         )
 
     # -- public API ------------------------------------------------------------------------------------------
@@ -302,8 +303,14 @@ class SkillLibrary:
             references=references,
             problems=[*loaded.problems, *ref_problems],
             declarations=p.declarations,
+            disable_model_invocation=p.disable_model_invocation,
             skill_md_sha256=loaded.sha256,
         )
+
+    def parsed(self, skill_id: str) -> tuple[ParsedSkillMd, str]:
+        """The parsed SKILL.md of a skill and the sha256 of its bytes ("" when it could not be read)."""
+        loaded = self._load(self._lookup(skill_id))
+        return loaded.parsed, loaded.sha256
 
     def l2(self, skill_id: str) -> DisclosedText:
         """The SKILL.md body as shown at L2: cut at ``l2_max_tokens``, with a marker saying what was cut."""

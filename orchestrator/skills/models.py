@@ -120,6 +120,8 @@ class SkillSummary(_Model):
     path: str
     problems: list[Problem] = Field(default_factory=list)
     l1_tokens: int = 0
+    disable_model_invocation: bool = False
+    """``disable-model-invocation: true``: the skill is only used when a goal names it."""
 
     @property
     def usable_at_l1(self) -> bool:
@@ -142,6 +144,7 @@ class Skill(_Model):
     references: list[Reference] = Field(default_factory=list)
     problems: list[Problem] = Field(default_factory=list)
     declarations: Declarations = Field(default_factory=Declarations)
+    disable_model_invocation: bool = False
     skill_md_sha256: str = ""
 
     @property

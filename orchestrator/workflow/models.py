@@ -39,6 +39,14 @@ class GoalError(BaseModel):
     next_step: str = ""
 
 
+class Suggestion(BaseModel):
+    """A skill close to the goal (the top of its shortlist), offered when the goal could not be served."""
+
+    id: str
+    name: str
+    description: str = ""
+
+
 class GoalResult(BaseModel):
     """The overall result of a goal (what ``run --json`` prints)."""
 
@@ -53,6 +61,8 @@ class GoalResult(BaseModel):
     plan: Plan | None = None
     skills: list[ActResult] = []
     unmet: list[Unmet] = []
+    suggestions: list[Suggestion] = []
+    """When no skill fitted: the closest skills (see ``unmet`` for what is missing)."""
     error: GoalError | None = None
     stdout: list[Any] = []
     out_dir: str = ""
@@ -72,5 +82,10 @@ class GoalState(BaseModel):
     results: list[ActResult] = []
     blackboard: dict[str, Any] = {}
     retried: list[int] = []
+    replans: int = 0
+    superseded: list[ActResult] = []
+    """Results of steps a re-plan replaced (kept as evidence)."""
+    candidates: list[Suggestion] = []
+    """The top of the planner's shortlist (suggested when no skill fits)."""
     published: list[str] = []
     """Output files written by this goal (the catalog lists only these, not older files in the folder)."""

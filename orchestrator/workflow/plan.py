@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
 from typing import Any, get_args
 
-from pydantic import BaseModel, Field, ValidationError, field_validator
+from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from orchestrator.errors import ModelError, WorkflowError
-from orchestrator.llm.interface import ChatModel, Message, ModelResponse
+from orchestrator.llm.interface import ChatModel, Message, ModelResponse, ToolSpec
 from orchestrator.prompts import load_prompt
+from orchestrator.select.shortlist import Catalog, catalog_text
 from orchestrator.skills.models import SkillSummary
+from orchestrator.tokens import estimate_tokens
 from orchestrator.validate.rules import ContractRules, ExpectedOutputs, Kind, RequiredFile
 
 
@@ -55,14 +57,38 @@ class PlanStep(BaseModel):
         return ExpectedOutputs(description=self.expected, rules=ContractRules(required=required))
 
 
+class NoFit(BaseModel):
+    """The planner's answer when no skill on offer can serve the goal: why, and what would be needed."""
+
+    reason: str = ""
+    missing: list[str] = []
+
+    @field_validator("missing", mode="before")
+    @classmethod
+    def _missing_may_be_one_text(cls, value: Any) -> Any:
+        return [value] if isinstance(value, str) else value
+
+
 class Plan(BaseModel):
-    steps: list[PlanStep] = Field(min_length=1)
+    steps: list[PlanStep] = []
     evaluation: list[str] = []
+    no_fit: NoFit | None = None
 
     @field_validator("evaluation", mode="before")
     @classmethod
     def _evaluation_may_be_one_text(cls, value: Any) -> Any:
         return [value] if isinstance(value, str) else value
+
+    @field_validator("no_fit", mode="before")
+    @classmethod
+    def _no_fit_may_be_one_text(cls, value: Any) -> Any:
+        return {"reason": value} if isinstance(value, str) else value
+
+    @model_validator(mode="after")
+    def _steps_or_no_fit(self) -> Plan:
+        if not self.steps and self.no_fit is None:
+            raise ValueError("a plan needs at least one step, or no_fit saying why no skill fits")
+        return self
 
 
 class PlanOutcome(BaseModel):
@@ -72,6 +98,27 @@ class PlanOutcome(BaseModel):
     model_calls: int = 0
     duration_ms: int = 0
     attempts: list[str] = []
+    searches: list[str] = []
+    """The ``search_skills`` queries the planner made."""
+    offered: list[str] = []
+    """Every skill id the planner was shown (the catalog and search results)."""
+    catalog_tokens: int = 0
+    prompt_tokens_estimate: int = 0
+    """Estimated size of the first plan request (system prompt, goal and catalog)."""
+
+
+class SearchSkillsArgs(BaseModel):
+    query: str = Field(min_length=1, max_length=500, description="what the skill should do, in your own words")
+
+
+SEARCH_SKILLS = ToolSpec(
+    name="search_skills",
+    description="Search the whole skills library (beyond the catalog shown) for skills matching a query. "
+    "Returns matching skill ids with their names and descriptions; only those ids may then be used in the plan.",
+    parameters=SearchSkillsArgs.model_json_schema(),
+)
+
+SearchFn = Callable[[str], list[SkillSummary]]
 
 
 def _kind(kind: str) -> str:
@@ -81,8 +128,34 @@ def _kind(kind: str) -> str:
     return kind if kind in get_args(Kind) else "any"
 
 
-def catalog_text(skills: list[SkillSummary]) -> str:
-    return "\n".join(f"- {s.id}: {s.name} — {s.description}" for s in skills)
+def plan_request(
+    goal: str,
+    catalog: Catalog,
+    *,
+    inputs: Sequence[str] = (),
+    constraints: Sequence[str] = (),
+    feedback: Sequence[str] = (),
+    explicit: Sequence[str] = (),
+    searchable: bool = False,
+) -> list[Message]:
+    """The messages of the first plan call."""
+    lines = [f"Goal: {goal}"]
+    if inputs:
+        lines.append("Input files: " + ", ".join(inputs))
+    if constraints:
+        lines.append("Constraints: " + "; ".join(constraints))
+    if explicit:
+        lines.append("The goal names these skills; they must be in the plan: " + ", ".join(explicit))
+    if feedback:
+        lines.append("What happened so far (plan again with this in mind):\n" + "\n".join(f"- {f}" for f in feedback))
+    heading = "Skills catalog (L1)"
+    if searchable:
+        heading += " — the best matches from a larger library; call search_skills to look for others"
+    lines.append(f"{heading}:\n{catalog.text}")
+    return [
+        Message(role="system", content=load_prompt("plan_system")),
+        Message(role="user", content="\n".join(lines)),
+    ]
 
 
 def make_plan(
@@ -92,57 +165,115 @@ def make_plan(
     *,
     inputs: Sequence[str] = (),
     constraints: Sequence[str] = (),
+    feedback: Sequence[str] = (),
+    explicit: Sequence[str] = (),
+    catalog_max_tokens: int | None = None,
+    search: SearchFn | None = None,
+    max_searches: int = 3,
+    max_calls: int = 4,
 ) -> PlanOutcome:  # type: ignore[assignment]
-    """Ask the model for a plan; a malformed or unknown-skill answer is retried once with the reason."""
-    if not skills:
+    """Ask the model for a plan over ``skills`` (the shortlist, best first).
+
+    A malformed or unknown-skill answer is retried once with the reason. With ``search`` the model may call
+    ``search_skills`` (at most ``max_searches`` times) and then use the ids it found. Skills in ``explicit`` are
+    always in the plan: the planner is told, and any it leaves out are put first. ``max_calls`` bounds the model
+    calls of this plan (searches included).
+    """
+    if not skills and not explicit and search is None:
         raise WorkflowError(
             "no usable skills were found",
             where="plan",
             next_step="check --skills DIR (python -m orchestrator skills list --root DIR)",
         )
-    known = {s.id for s in skills}
-    lines = [f"Goal: {goal}"]
-    if inputs:
-        lines.append("Input files: " + ", ".join(inputs))
-    if constraints:
-        lines.append("Constraints: " + "; ".join(constraints))
-    lines.append("Skills catalog (L1):\n" + catalog_text(skills))
-    messages = [
-        Message(role="system", content=load_prompt("plan_system")),
-        Message(role="user", content="\n".join(lines)),
-    ]
-    outcome = PlanOutcome(plan=Plan(steps=[PlanStep(skill="-")]))
+    catalog = catalog_text(skills, max_tokens=catalog_max_tokens, keep=explicit)
+    known = {s.id: s for s in skills if s.id in catalog.ids}
+    messages = plan_request(
+        goal,
+        catalog,
+        inputs=inputs,
+        constraints=constraints,
+        feedback=feedback,
+        explicit=explicit,
+        searchable=search is not None,
+    )
+    outcome = PlanOutcome(
+        plan=Plan(steps=[PlanStep(skill="-")]),
+        offered=list(catalog.ids),
+        catalog_tokens=catalog.tokens,
+        prompt_tokens_estimate=sum(estimate_tokens(m.content or "") for m in messages),
+    )
+    tools = [SEARCH_SKILLS] if search is not None else []
     started = time.monotonic()
-    for attempt in range(2):
-        response = _call(model, messages)
+    problems = 0
+    while outcome.model_calls < max_calls:
+        response = _call(model, messages, tools if len(outcome.searches) < max_searches else [])
         outcome.tokens_in += response.usage.prompt_tokens
         outcome.tokens_out += response.usage.completion_tokens
         outcome.model_calls += 1
-        problem, plan = _parse(response.content or "", known)
+        if response.tool_calls:
+            messages += [response.as_message(), *_answer_tools(response, search, known, outcome)]
+            continue
+        problem, plan = _parse(response.content or "", set(known))
         if plan is not None:
-            outcome.plan = plan
+            outcome.plan = _with_explicit(plan, explicit)
             outcome.duration_ms = int((time.monotonic() - started) * 1000)
             return outcome
         outcome.attempts.append(problem)
-        if attempt == 0:
-            messages += [
-                response.as_message(),
-                Message(
-                    role="user",
-                    content=f"That plan cannot be used: {problem}. Answer again with the JSON object only.",
-                ),
-            ]
+        problems += 1
+        if problems >= 2:
+            break
+        messages += [
+            response.as_message(),
+            Message(
+                role="user",
+                content=f"That plan cannot be used: {problem}. Answer again with the JSON object only.",
+            ),
+        ]
     raise WorkflowError(
-        f"the model gave no usable plan: {outcome.attempts[-1]}",
+        f"the model gave no usable plan: {outcome.attempts[-1] if outcome.attempts else 'too many plan calls'}",
         where="plan",
         next_step="check that the skills' descriptions match the goal, or use a stronger model",
         attempts=outcome.attempts,
     )
 
 
-def _call(model: ChatModel, messages: list[Message]) -> ModelResponse:
+def _answer_tools(
+    response: ModelResponse, search: SearchFn | None, known: dict[str, SkillSummary], outcome: PlanOutcome
+) -> list[Message]:
+    """Tool results for a planner turn: ``search_skills`` finds skills (which then become usable ids)."""
+    answers = []
+    for call in response.tool_calls:
+        if call.name != "search_skills" or search is None:
+            result: dict[str, Any] = {"ok": False, "error": f"unknown tool {call.name!r}; answer with the plan JSON"}
+        else:
+            try:
+                args = SearchSkillsArgs.model_validate_json(call.arguments)
+            except ValidationError as e:
+                result = {"ok": False, "error": f"bad arguments: {e.errors()[0]['msg']}"}
+            else:
+                found = search(args.query)
+                outcome.searches.append(args.query)
+                for s in found:
+                    known.setdefault(s.id, s)
+                    if s.id not in outcome.offered:
+                        outcome.offered.append(s.id)
+                result = {"ok": True, "skills": catalog_text(found, max_tokens=600).text or "(no match)"}
+        answers.append(Message(role="tool", tool_call_id=call.id, content=json.dumps(result, ensure_ascii=False)))
+    return answers
+
+
+def _with_explicit(plan: Plan, explicit: Sequence[str]) -> Plan:
+    """The plan with every explicitly named skill in it: missing ones are put first (a no-fit becomes a plan)."""
+    planned = {s.skill for s in plan.steps}
+    missing = [PlanStep(skill=i, why="named in the goal") for i in explicit if i not in planned]
+    if not missing:
+        return plan
+    return plan.model_copy(update={"steps": [*missing, *plan.steps], "no_fit": None})
+
+
+def _call(model: ChatModel, messages: list[Message], tools: Sequence[ToolSpec]) -> ModelResponse:
     try:
-        return model.complete(messages, purpose="plan", json_response=True)
+        return model.complete(messages, tools=tools, purpose="plan", json_response=True)
     except ModelError as e:
         e.where = e.where or "plan"
         raise
@@ -167,6 +298,10 @@ def _normalise(data: Any) -> Any:
     and ``id``/``skill_id`` for ``skill``; anything else is left for validation to reject with its reason."""
     if isinstance(data, list):
         data = {"steps": data}
+    if isinstance(data, dict) and not data.get("steps") and "no_fit" not in data:
+        reason = data.get("unmet") or data.get("reason")
+        if reason:
+            data = {**data, "steps": [], "no_fit": {"reason": reason, "missing": data.get("missing", [])}}
     if isinstance(data, dict) and "steps" not in data and isinstance(data.get("skills"), list):
         data = {**{k: v for k, v in data.items() if k != "skills"}, "steps": data["skills"]}
     if isinstance(data, dict) and isinstance(data.get("steps"), list):

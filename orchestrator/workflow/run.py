@@ -25,12 +25,15 @@ from orchestrator.config import Settings
 from orchestrator.errors import OrchestratorError, WorkflowError
 from orchestrator.llm.interface import ChatModel
 from orchestrator.logs import get_logger
+from orchestrator.select.index import SkillIndex, skill_docs
+from orchestrator.select.shortlist import make_shortlist, model_invocable
 from orchestrator.skills.loader import SkillLibrary
+from orchestrator.skills.models import SkillSummary
 from orchestrator.validate.rules import ContractRules, ExpectedOutputs
 from orchestrator.validate.stats import ValidationStats
 from orchestrator.validate.validator import ValidationReport, validate_outputs
-from orchestrator.workflow.models import GoalError, GoalMetrics, GoalRequest, GoalResult, GoalState
-from orchestrator.workflow.plan import make_plan
+from orchestrator.workflow.models import GoalError, GoalMetrics, GoalRequest, GoalResult, GoalState, Suggestion
+from orchestrator.workflow.plan import PlanOutcome, make_plan
 
 EventSink = Callable[[str, dict[str, Any]], None]
 _log = get_logger("orchestrator.workflow")
@@ -92,14 +95,7 @@ def start_goal(request: GoalRequest, out_dir: Path, settings: Settings) -> GoalS
 
 def plan_goal(state: GoalState, rt: Runtime) -> GoalState:
     rt.emit("plan.started", job=state.job_id, goal=state.request.goal)
-    inputs = sorted(p.name for p in (state.work_dir / "inputs").iterdir())
-    outcome = make_plan(
-        state.request.goal,
-        rt.library.l1_index(),
-        rt.model,
-        inputs=inputs,
-        constraints=state.request.constraints,
-    )
+    outcome = _plan(state, rt)
     state.plan = outcome.plan
     state.plan_metrics = GoalMetrics(
         tokens_in=outcome.tokens_in,
@@ -107,14 +103,53 @@ def plan_goal(state: GoalState, rt: Runtime) -> GoalState:
         model_calls=outcome.model_calls,
         duration_ms=outcome.duration_ms,
     )
-    state.plan_metrics.disclosure["l1"] = len(rt.library.l1_index())
+    state.plan_metrics.disclosure["l1"] = len(outcome.offered)
     rt.emit(
         "plan.done",
         job=state.job_id,
         steps=[s.skill for s in outcome.plan.steps],
+        no_fit=outcome.plan.no_fit.reason if outcome.plan.no_fit else None,
         tokens=outcome.tokens_in + outcome.tokens_out,
+        offered=len(outcome.offered),
+        searches=len(outcome.searches),
     )
     return state
+
+
+def _plan(state: GoalState, rt: Runtime, feedback: Sequence[str] = ()) -> PlanOutcome:
+    """One plan call over the goal's shortlist (the whole library when it is small)."""
+    selection = rt.settings.selection
+    l1 = rt.library.l1_index()
+    invocable = model_invocable(l1)
+    index = None
+    if len(invocable) > selection.shortlist_threshold:
+        index = SkillIndex.build(skill_docs(rt.library, invocable), rt.settings.cache_dir)
+    shortlist = make_shortlist(
+        state.request.goal, l1, index, threshold=selection.shortlist_threshold, size=selection.shortlist_size
+    )
+    state.candidates = [
+        Suggestion(id=s.id, name=s.name or "", description=(s.description or "")[:300]) for s in shortlist.skills[:5]
+    ]
+    by_id = {s.id: s for s in invocable}
+
+    def search(query: str) -> list[SkillSummary]:
+        assert index is not None
+        return [by_id[h.id] for h in index.search(query, k=8)]
+
+    used = state.plan_metrics.model_calls
+    return make_plan(
+        state.request.goal,
+        shortlist.skills,
+        rt.model,
+        inputs=sorted(p.name for p in (state.work_dir / "inputs").iterdir()),
+        constraints=state.request.constraints,
+        feedback=feedback,
+        explicit=shortlist.explicit,
+        catalog_max_tokens=selection.catalog_max_tokens,
+        search=search if index is not None and selection.search_tool else None,
+        max_searches=selection.max_searches,
+        max_calls=max(1, selection.max_plan_calls - used),
+    )
 
 
 def act_step(state: GoalState, index: int, rt: Runtime, *, feedback: Sequence[str] = ()) -> GoalState:
@@ -184,8 +219,19 @@ def _publish(step_dir: Path, out_dir: Path, inputs_dir: Path) -> list[str]:
 
 
 def reflect_goal(state: GoalState, rt: Runtime) -> GoalResult:
-    """Retry each unmet step once with what was missing, then validate the whole output and judge it."""
+    """Retry each unmet step once with what was missing, re-plan once if one stays unmet (within the goal's plan
+    budget), then validate the whole output and judge it. A plan that found no fitting skill ends ``unmet``."""
     assert state.plan is not None
+    if not state.plan.steps:
+        return _no_fit_result(state)
+    _retry_unmet(state, rt)
+    if _replan(state, rt):
+        _retry_unmet(state, rt)
+    report = _final_validation(state, rt)
+    return _result(state, report)
+
+
+def _retry_unmet(state: GoalState, rt: Runtime) -> None:
     for index, result in enumerate(list(state.results)):
         if result.status == "unmet" and index not in state.retried and _has_budget(result):
             state.retried.append(index)
@@ -195,8 +241,80 @@ def reflect_goal(state: GoalState, rt: Runtime) -> GoalResult:
             ]
             rt.emit("reflect.retry", job=state.job_id, step=index, skill=result.skill_id)
             act_step(state, index, rt, feedback=feedback)
-    report = _final_validation(state, rt)
-    return _result(state, report)
+
+
+def _replan(state: GoalState, rt: Runtime) -> bool:
+    """Ask for a new plan from the first step that stayed unmet, telling the planner what failed; the steps before
+    it are kept (their outputs are inputs now). Only within ``selection.replans`` and the goal's plan budget."""
+    assert state.plan is not None
+    selection = rt.settings.selection
+    stuck = next(
+        (i for i, r in enumerate(state.results) if r.status == "unmet" and (i in state.retried or not _has_budget(r))),
+        None,
+    )
+    spent = state.plan_metrics.tokens_in + state.plan_metrics.tokens_out
+    if (
+        stuck is None
+        or state.replans >= selection.replans
+        or state.plan_metrics.model_calls >= selection.max_plan_calls
+        or spent >= selection.plan_token_budget
+    ):
+        return False
+    state.replans += 1
+    failed = state.results[stuck]
+    done = [f"step {i + 1} ({r.skill_id}) done" for i, r in enumerate(state.results[:stuck]) if r.status == "done"]
+    why = "; ".join(f"{u.what}: {u.why}" for u in failed.unmet)[:600] or failed.exit_reason
+    feedback = [
+        *done,
+        f"step {stuck + 1} ({failed.skill_id}) stayed unmet after a retry ({failed.exit_reason}): {why}",
+        "plan only the remaining work: choose another skill or another order",
+    ]
+    rt.emit("reflect.replan", job=state.job_id, step=stuck, skill=failed.skill_id)
+    try:
+        outcome = _plan(state, rt, feedback)
+    except WorkflowError as e:
+        rt.emit("reflect.replan_failed", job=state.job_id, error=e.message)
+        return False
+    state.plan_metrics.tokens_in += outcome.tokens_in
+    state.plan_metrics.tokens_out += outcome.tokens_out
+    state.plan_metrics.model_calls += outcome.model_calls
+    state.plan_metrics.duration_ms += outcome.duration_ms
+    if not outcome.plan.steps:
+        return False
+    state.plan = state.plan.model_copy(
+        update={
+            "steps": [*state.plan.steps[:stuck], *outcome.plan.steps],
+            "evaluation": outcome.plan.evaluation or state.plan.evaluation,
+        }
+    )
+    state.superseded += state.results[stuck:]
+    state.results = state.results[:stuck]
+    state.retried = [i for i in state.retried if i < stuck]
+    for index in range(stuck, len(state.plan.steps)):
+        act_step(state, index, rt)
+        if state.results[index].status == "failed":
+            break
+    return True
+
+
+def _no_fit_result(state: GoalState) -> GoalResult:
+    """``unmet`` with the closest skills and what is missing; nothing ran, so no artifact is claimed."""
+    assert state.plan is not None and state.plan.no_fit is not None
+    no_fit = state.plan.no_fit
+    closest = ", ".join(c.id for c in state.candidates[:3]) or "none"
+    missing = no_fit.missing or ["a skill that can serve this goal"]
+    result = _result(state, _not_validated(f"no skill fits the goal: {no_fit.reason or 'the planner found none'}"))
+    result.status = "unmet"
+    result.suggestions = state.candidates[:3]
+    result.unmet = [
+        Unmet(
+            what=m,
+            why=no_fit.reason or "no skill in the library fits the goal",
+            next_step=f"add or install a skill for it, or name one with $skill-name; closest skills: {closest}",
+        )
+        for m in missing
+    ]
+    return result
 
 
 def _has_budget(result: ActResult) -> bool:
@@ -267,8 +385,7 @@ def _result(state: GoalState, report: ValidationReport | None) -> GoalResult:
     unmet: list[Unmet] = []
     stdout: list[Any] = []
     stats = ValidationStats()
-    for r in state.results:
-        stats.merge(r.validation_stats)
+    for r in [*state.superseded, *state.results]:
         m = r.metrics
         metrics.tokens_in += m.tokens_in
         metrics.tokens_out += m.tokens_out
@@ -279,6 +396,8 @@ def _result(state: GoalState, report: ValidationReport | None) -> GoalResult:
         metrics.memo_hits += m.memo_hits
         for key in ("l2", "l3", "dedup_hits"):
             metrics.disclosure[key] += getattr(m.disclosure, key)
+    for r in state.results:
+        stats.merge(r.validation_stats)
         unmet += r.unmet
         stdout += [s for s in r.stdout_results if s is not None]
     if report is not None:

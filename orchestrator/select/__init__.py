@@ -1,0 +1,1 @@
+"""Choosing skills for a goal: retrieval over the library, explicit invocation, the planner's shortlist."""

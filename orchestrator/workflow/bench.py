@@ -1,0 +1,320 @@
+"""``bench selection``: how often the planner's shortlist holds the skill a goal needs, and what it costs.
+
+Goals are JSON lines ``{"goal", "expect": [skill ids], "kind"}``. A goal is a hit at ``k`` when any expected id is
+among the first ``k`` skills of its shortlist ranking (explicitly named skills first, then retrieval). Goals with
+``expect: []`` (no skill fits) have no right answer to rank: they are counted in ``no_fit_goals`` and left out of
+every recall figure.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from pydantic import BaseModel, Field, ValidationError
+
+from orchestrator.config import SelectionSettings, Settings
+from orchestrator.errors import ConfigError
+from orchestrator.select.index import SkillIndex, skill_docs
+from orchestrator.select.shortlist import Catalog, catalog_text, make_shortlist, model_invocable
+from orchestrator.skills.loader import SkillLibrary
+from orchestrator.tokens import estimate_tokens
+from orchestrator.workflow.models import GoalRequest, GoalResult
+from orchestrator.workflow.plan import SEARCH_SKILLS, plan_request
+
+DEFAULT_KS = (5, 10, 20)
+
+
+class BenchGoal(BaseModel):
+    goal: str = Field(min_length=1)
+    expect: list[str] = []
+    kind: str = "default"
+
+
+class SelectionBench(BaseModel):
+    skills: int
+    goals: int
+    recall_at: dict[str, float]
+    by_kind: dict[str, dict[str, float]]
+    no_fit_goals: int
+    planner_prompt_tokens_max: int
+    planner_prompt_tokens_median: int
+    index_ms: int
+    index_ms_cached: int
+    query_ms_median: float
+    misses_at_10: list[dict[str, object]] = []
+
+
+def read_goals(path: Path) -> list[BenchGoal]:
+    goals = []
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as e:
+        raise ConfigError(f"cannot read goals file {path}: {e.strerror or e}", where="bench", path=str(path)) from e
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            goals.append(BenchGoal.model_validate_json(line))
+        except ValidationError as e:
+            raise ConfigError(
+                f"{path}:{number}: not a goal line ({e.errors()[0]['msg']})",
+                where="bench",
+                next_step='each line is {"goal": TEXT, "expect": [SKILL IDS], "kind": TEXT}',
+            ) from e
+    return goals
+
+
+def planner_prompt_tokens(goal: str, catalog: str, selection: SelectionSettings, *, searchable: bool) -> int:
+    """Estimated size of the first plan request for ``goal`` (system prompt, goal, catalog, search tool)."""
+    messages = plan_request(goal, Catalog(text=catalog, ids=[], tokens=0), searchable=searchable)
+    tokens = sum(estimate_tokens(m.content or "") for m in messages)
+    if searchable and selection.search_tool:
+        tokens += estimate_tokens(json.dumps(SEARCH_SKILLS.to_openai()))
+    return tokens
+
+
+def bench_selection(
+    skills_dir: Path,
+    goals_file: Path,
+    *,
+    ks: tuple[int, ...] = DEFAULT_KS,
+    selection: SelectionSettings | None = None,
+) -> SelectionBench:
+    """Recall of the shortlist ranking on ``goals_file`` over the skills in ``skills_dir``; the index is built cold
+    in a temporary cache, then again from that cache (``index_ms_cached``)."""
+    selection = selection or SelectionSettings()
+    goals = read_goals(goals_file)
+    library = SkillLibrary(skills_dir)
+    l1 = library.l1_index()
+    invocable = model_invocable(l1)
+    known = {s.id for s in l1}
+    for g in goals:
+        unknown = [i for i in g.expect if i not in known]
+        if unknown:
+            raise ConfigError(f"goal {g.goal[:60]!r} expects unknown skill ids {unknown}", where="bench")
+    docs = skill_docs(library, invocable)
+    with tempfile.TemporaryDirectory(prefix="orch-bench-") as cache_dir:
+        started = time.perf_counter()
+        index = SkillIndex.build(docs, Path(cache_dir))
+        index_ms = int((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        SkillIndex.build(docs, Path(cache_dir))
+        index_ms_cached = int((time.perf_counter() - started) * 1000)
+    depth = max(ks)
+    hits: dict[str, dict[int, list[bool]]] = {}
+    query_ms: list[float] = []
+    prompt_tokens: list[int] = []
+    misses: list[dict[str, object]] = []
+    searchable = len(invocable) > selection.shortlist_threshold
+    for g in goals:
+        started = time.perf_counter()
+        ranked = make_shortlist(g.goal, l1, index, threshold=0, size=depth)
+        query_ms.append((time.perf_counter() - started) * 1000)
+        shown = make_shortlist(
+            g.goal, l1, index, threshold=selection.shortlist_threshold, size=selection.shortlist_size
+        )
+        catalog = catalog_text(shown.skills, max_tokens=selection.catalog_max_tokens, keep=shown.explicit)
+        prompt_tokens.append(planner_prompt_tokens(g.goal, catalog.text, selection, searchable=searchable))
+        if not g.expect:
+            continue
+        for k in ks:
+            hit = any(i in ranked.ids[:k] for i in g.expect)
+            hits.setdefault(g.kind, {}).setdefault(k, []).append(hit)
+        if not any(i in ranked.ids[:10] for i in g.expect):
+            misses.append({"goal": g.goal[:200], "expect": g.expect, "top": ranked.ids[:3]})
+
+    def rate(values: list[bool]) -> float:
+        return round(sum(values) / len(values), 3) if values else 0.0
+
+    return SelectionBench(
+        skills=len(l1),
+        goals=len(goals),
+        recall_at={str(k): rate([h for kind in hits.values() for h in kind[k]]) for k in ks},
+        by_kind={kind: {str(k): rate(v[k]) for k in ks} for kind, v in sorted(hits.items())},
+        no_fit_goals=sum(1 for g in goals if not g.expect),
+        planner_prompt_tokens_max=max(prompt_tokens, default=0),
+        planner_prompt_tokens_median=int(statistics.median(prompt_tokens)) if prompt_tokens else 0,
+        index_ms=index_ms,
+        index_ms_cached=index_ms_cached,
+        query_ms_median=round(statistics.median(query_ms), 2) if query_ms else 0.0,
+        misses_at_10=misses,
+    )
+
+
+# --- bench tokens -------------------------------------------------------------------------------------------------
+
+_VERBS = (
+    "convert",
+    "audit",
+    "summarise",
+    "translate",
+    "schedule",
+    "forecast",
+    "clean",
+    "validate",
+    "compare",
+    "archive",
+    "tag",
+    "score",
+    "merge",
+    "monitor",
+    "draft",
+    "index",
+    "migrate",
+    "label",
+    "estimate",
+    "redact",
+)
+_OBJECTS = (
+    "invoices",
+    "server logs",
+    "recipes",
+    "podcast episodes",
+    "tax forms",
+    "sensor readings",
+    "contracts",
+    "playlists",
+    "lab results",
+    "shipping manifests",
+    "support tickets",
+    "floor plans",
+    "survey answers",
+    "git histories",
+    "bird sightings",
+    "wine lists",
+    "payroll runs",
+    "satellite images",
+    "subtitles",
+    "timesheets",
+    "chess games",
+    "menus",
+    "insurance claims",
+    "bus timetables",
+    "museum catalogues",
+)
+_FORMATS = ("CSV", "JSON", "YAML", "Markdown", "SQLite", "XML", "plain text", "HTML")
+
+
+class TokenRun(BaseModel):
+    skills: int
+    planner_prompt_tokens: int
+    naive_prompt_tokens: int
+    shortlist_contains_target: bool
+
+
+class TokenBench(BaseModel):
+    goal: str
+    target: list[str]
+    runs: list[TokenRun]
+    first_run_tokens: int
+    second_run_tokens: int
+    first_run_tool_calls: int
+    second_run_tool_calls: int
+
+
+def write_distractors(root: Path, count: int, *, seed: int = 7) -> None:
+    """``count`` generated skills (deterministic) that do everyday data chores unrelated to any bundled skill."""
+    import random
+
+    rng = random.Random(seed)
+    for i in range(count):
+        verb, obj, fmt = rng.choice(_VERBS), rng.choice(_OBJECTS), rng.choice(_FORMATS)
+        name = f"{verb}-{obj.replace(' ', '-')}-{i:04d}"
+        description = (
+            f"{verb.capitalize()} {obj} stored as {fmt}. Use when someone needs their {obj} handled in bulk, "
+            f"with a short report of what changed and a {fmt} copy of the result."
+        )
+        body = "\n".join(
+            [
+                f"# {name}",
+                "",
+                f"Read the {obj} from the {fmt} input, {verb} each record and keep an audit trail.",
+                *(f"{n}. Step {n}: check the {rng.choice(_OBJECTS)} fields and log anomalies." for n in range(1, 12)),
+            ]
+        )
+        folder = root / "generated" / name
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {description}\n---\n\n{body}\n")
+
+
+def _naive_prompt_tokens(goal: str, library: SkillLibrary) -> int:
+    """The prompt of a runtime that puts every SKILL.md in front of the planner."""
+    from orchestrator.prompts import load_prompt
+
+    total = estimate_tokens(load_prompt("plan_system")) + estimate_tokens(f"Goal: {goal}")
+    for s in library.list():
+        parsed, _ = library.parsed(s.id)
+        total += estimate_tokens(f"{s.id}: {s.name} — {s.description}\n{parsed.body}")
+    return total
+
+
+def _scenario_target(scenario: Path) -> tuple[str, list[str]]:
+    """The goal of a scenario and the skills its first plan reply uses."""
+    from orchestrator.llm.scenario import load_scenario
+
+    loaded = load_scenario(scenario)
+    for step in loaded.steps:
+        if step.purpose == "plan" and step.reply.content:
+            plan = json.loads(step.reply.content)
+            return loaded.goal, [s["skill"] for s in plan.get("steps", [])]
+    raise ConfigError(f"{scenario} has no plan reply to take the target skills from", where="bench")
+
+
+def bench_tokens(
+    skills_dir: Path, scenario: Path, settings: Settings, *, sizes: tuple[int, ...] = (10, 100, 1000)
+) -> TokenBench:
+    """Planner prompt vs every-SKILL.md prompt at each library size, and tokens of a first and second run."""
+    goal, target = _scenario_target(scenario)
+    selection = settings.selection
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="orch-bench-tokens-") as tmp:
+        for size in sizes:
+            root = Path(tmp) / f"lib-{size}"
+            shutil.copytree(skills_dir, root / "bundled")
+            bundled = len(SkillLibrary(root).l1_index())
+            write_distractors(root, max(0, size - bundled))
+            library = SkillLibrary(root)
+            l1 = library.l1_index()
+            invocable = model_invocable(l1)
+            ids = {s.id for s in l1}
+            wanted = [f"bundled/{t}" for t in target]
+            searchable = len(invocable) > selection.shortlist_threshold
+            index = SkillIndex.build(skill_docs(library, invocable), Path(tmp) / "cache") if searchable else None
+            shown = make_shortlist(
+                goal, l1, index, threshold=selection.shortlist_threshold, size=selection.shortlist_size
+            )
+            catalog = catalog_text(shown.skills, max_tokens=selection.catalog_max_tokens, keep=shown.explicit)
+            runs.append(
+                TokenRun(
+                    skills=len(l1),
+                    planner_prompt_tokens=planner_prompt_tokens(goal, catalog.text, selection, searchable=searchable),
+                    naive_prompt_tokens=_naive_prompt_tokens(goal, library),
+                    shortlist_contains_target=all(t in ids and t in catalog.ids for t in wanted),
+                )
+            )
+        first, second = (_scenario_run(skills_dir, scenario, settings, Path(tmp), n) for n in (1, 2))
+    return TokenBench(
+        goal=goal,
+        target=target,
+        runs=runs,
+        first_run_tokens=first.metrics.tokens_in + first.metrics.tokens_out,
+        second_run_tokens=second.metrics.tokens_in + second.metrics.tokens_out,
+        first_run_tool_calls=first.metrics.tool_calls,
+        second_run_tool_calls=second.metrics.tool_calls,
+    )
+
+
+def _scenario_run(skills_dir: Path, scenario: Path, settings: Settings, tmp: Path, n: int) -> GoalResult:
+    """One run of the scenario's goal; both runs share one cache folder (read cache and memo)."""
+    from orchestrator.workflow.run import run_goal
+    from orchestrator.workflow.runtime import build_runtime
+
+    settings = settings.model_copy(update={"cache_dir": tmp / "run-cache"})
+    goal, _ = _scenario_target(scenario)
+    with build_runtime(settings, skills_dir, f"scripted:{scenario}") as rt:
+        return run_goal(GoalRequest(goal=goal), tmp / f"out-{n}", rt)

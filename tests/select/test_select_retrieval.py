@@ -1,0 +1,120 @@
+"""Retrieval: the right skill ranks near the top from name, description and body; the index is cached by content."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from orchestrator.select.index import SkillDoc, SkillIndex, skill_docs
+from orchestrator.select.lexical import tokenize
+from orchestrator.select.shortlist import model_invocable
+from orchestrator.skills.loader import SkillLibrary
+
+from select_corpus import GOALS, write_skill
+
+
+def _index(root: Path, cache: Path | None = None) -> SkillIndex:
+    library = SkillLibrary(root)
+    return SkillIndex.build(skill_docs(library, model_invocable(library.l1_index())), cache)
+
+
+def test_paraphrased_goals_find_their_skill_in_the_top_three(skills_root):
+    index = _index(skills_root)
+    goals = [json.loads(line) for line in GOALS.read_text().splitlines()]
+    misses = []
+    for g in goals:
+        if g["kind"] == "explicit" or not g["expect"]:
+            continue
+        top = [h.id for h in index.search(g["goal"], k=3)]
+        if not set(g["expect"]) & set(top):
+            misses.append((g["goal"], top))
+    assert len(misses) <= 1, misses
+
+
+def test_a_word_only_in_the_body_still_finds_the_skill(skills_root):
+    # "XLOOKUP" appears only in spreadsheet-formulas' body, never in a name or description.
+    assert _index(skills_root).search("an XLOOKUP across two sheets", k=1)[0].id == "spreadsheet-formulas"
+
+
+def test_the_description_outweighs_a_passing_mention_in_another_body(tmp_path):
+    root = tmp_path / "s"
+    write_skill(root, "invoices", name="invoices", description="Create invoices for customers.", body="Totals.")
+    write_skill(
+        root, "notes", name="notes", description="Take notes.", body="Notes can mention an invoice or invoices."
+    )
+    assert [h.id for h in _index(root).search("create invoices")][0] == "invoices"
+
+
+def test_chinese_text_is_matched_by_character_pairs():
+    assert "会议" in tokenize("帮我整理会议纪要")
+    assert tokenize("") == [] and tokenize("the and of") == []
+
+
+def test_a_query_with_no_known_word_finds_nothing(skills_root):
+    assert _index(skills_root).search("zzqx wvvk") == []
+
+
+def test_an_empty_library_finds_nothing():
+    assert SkillIndex.build([], None).search("anything") == []
+
+
+def test_disable_model_invocation_skills_are_not_indexed(skills_root):
+    ids = {d.id for d in _index(skills_root).docs}
+    assert "danger-deploy" not in ids and "slide-deck" in ids
+
+
+def test_the_index_is_cached_by_content_and_only_changed_skills_are_rederived(skills_root, tmp_path):
+    cache = tmp_path / "cache"
+    first = _index(skills_root, cache)
+    assert first.stats.built == first.stats.skills and first.stats.reused == 0
+    second = _index(skills_root, cache)
+    assert second.stats.reused == second.stats.skills and second.stats.built == 0
+    skill_md = skills_root / "recipe-scaler" / "SKILL.md"
+    skill_md.write_text(skill_md.read_text() + "\nAlso bakes sourdough bread.\n")
+    third = _index(skills_root, cache)
+    assert (third.stats.built, third.stats.reused) == (1, third.stats.skills - 1)
+    assert third.search("sourdough", k=1)[0].id == "recipe-scaler"
+
+
+def test_a_corrupt_cache_entry_is_rebuilt_not_trusted(tmp_path):
+    doc = SkillDoc(id="a", name="a", description="alpha skill", body="body", sha256="ab" * 32)
+    cache = tmp_path / "cache"
+    SkillIndex.build([doc], cache)
+    [entry] = list(cache.rglob("*.json"))
+    entry.write_text('{"name": ["poison"]}')
+    index = SkillIndex.build([doc], cache)
+    assert index.stats.built == 1 and index.search("poison") == [] and index.search("alpha")[0].id == "a"
+
+
+def test_bench_selection_prints_recall_by_kind_and_prompt_size(skills_root):
+    proc = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "bench", "selection", "--skills", str(skills_root), "--goals",
+         str(GOALS), "--k", "3", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert set(result) >= {"skills", "goals", "recall_at", "by_kind", "planner_prompt_tokens_max", "index_ms",
+                           "query_ms_median"}
+    assert set(result["recall_at"]) == {"3", "5", "10", "20"}
+    assert result["goals"] == 18 and result["no_fit_goals"] == 1 and "no-fit" not in result["by_kind"]
+    assert result["by_kind"]["explicit"] == {"3": 1.0, "5": 1.0, "10": 1.0, "20": 1.0}
+    assert result["recall_at"]["10"] >= 0.9
+    assert 0 < result["planner_prompt_tokens_max"] < 4000
+
+
+def test_bench_selection_names_the_bad_goal_line(skills_root, tmp_path):
+    goals = tmp_path / "g.jsonl"
+    goals.write_text('{"goal": "ok", "expect": []}\n{"expect": []}\n')
+    proc = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "bench", "selection", "--skills", str(skills_root), "--goals",
+         str(goals), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 1 and "g.jsonl:2" in proc.stdout
