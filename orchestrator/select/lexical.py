@@ -64,7 +64,8 @@ class LexicalRanker:
         self.size = len(next(iter(fields.values()))) if fields else 0
 
     def scores(self, query: str) -> np.ndarray:
-        terms = tokenize(query)
+        # Each query term counts once: a long goal repeating a common word should not outvote its rare words.
+        terms = list(dict.fromkeys(tokenize(query)))
         total = np.zeros(self.size, dtype=np.float32)
         for name, index in self.indexes.items():
             field_scores = index.scores(terms)
