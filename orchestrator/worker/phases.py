@@ -157,7 +157,7 @@ def _run(pc: PhaseContext, record: JobRecord, phase: str) -> _Outcome:
                     "loaded": [],
                 },
             }
-            nxt = "act:0"
+            nxt = "act:0" if chosen else "reflect"  # no step: no skill fits, Reflect ends it unmet
             result = None
         elif phase.startswith("act:"):
             index = int(phase.split(":")[1])
