@@ -167,7 +167,7 @@ def test_no_search_tool_is_offered_for_a_small_library():
     assert model.calls[0].tools == ()
 
 
-# --- no fit ----------------------------------------------------------------------------------------------------------
+# --- no fit --------------------------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -214,7 +214,7 @@ def test_a_goal_matching_no_skill_word_still_reaches_the_planner_with_search(ski
     assert [t.name for t in model.calls[0].tools] == ["search_skills"]
 
 
-# --- re-planning -------------------------------------------------------------------------------------------------------
+# --- re-planning ----------------------------------------------------------------------------------------------
 
 
 def _unmet(skill_id: str) -> ActResult:

@@ -7,12 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+from select_corpus import GOALS, write_skill
+
 from orchestrator.select.index import SkillDoc, SkillIndex, skill_docs
 from orchestrator.select.lexical import tokenize
 from orchestrator.select.shortlist import model_invocable
 from orchestrator.skills.loader import SkillLibrary
-
-from select_corpus import GOALS, write_skill
 
 
 def _index(root: Path, cache: Path | None = None) -> SkillIndex:
