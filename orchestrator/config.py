@@ -76,6 +76,10 @@ class ModelSettings(_Section):
 class DisclosureSettings(_Section):
     l2_max_tokens: int = Field(5000, ge=100)
     l3_max_tokens: int = Field(4000, ge=100)
+    act_keep_recent_results: int = Field(4, ge=1)
+    """Tool results an Act request carries whole; older ones go as short summaries (context packing)."""
+    act_request_max_tokens: int = Field(24_000, ge=2000)
+    """Estimated size an Act request is packed under, however many turns the Act has taken."""
 
 
 class WorkerSettings(_Section):

@@ -19,6 +19,7 @@ from orchestrator.act.context import ActContext
 from orchestrator.act.evidence import build_artifacts, initial_messages, log_step, persist_success
 from orchestrator.act.memo import canonical_digest
 from orchestrator.act.models import ActResult, ExitReason, StepRecord, Unmet
+from orchestrator.act.packing import pack_messages
 from orchestrator.act.tools import TOOLS, ToolOutcome, tool_name, tool_specs
 from orchestrator.errors import ModelError, OrchestratorError, SandboxError, SandboxRefused
 from orchestrator.llm.interface import ChatModel, Message, ModelResponse, ToolCall
@@ -93,7 +94,7 @@ def _budget_exit(loop: _Loop) -> Exit | None:
 def _decide(loop: _Loop, specs: list[Any]) -> ModelResponse:
     ctx = loop.ctx
     started = time.monotonic()
-    response = loop.model.complete(loop.messages, tools=specs, purpose="act")
+    response = loop.model.complete(_packed(loop), tools=specs, purpose="act")
     _count_usage(loop, response)
     ctx.step += 1
     ms = int((time.monotonic() - started) * 1000)
@@ -112,6 +113,16 @@ def _decide(loop: _Loop, specs: list[Any]) -> ModelResponse:
     loop.messages.append(response.as_message())
     loop.last_usage = (response.usage.prompt_tokens, response.usage.completion_tokens, ms)
     return response
+
+
+def _packed(loop: _Loop) -> list[Message]:
+    """The history as sent: older tool results summarised, bounded in size (see ``act/packing.py``)."""
+    disclosure = loop.ctx.settings.disclosure
+    return pack_messages(
+        loop.messages,
+        keep_recent=disclosure.act_keep_recent_results,
+        max_tokens=disclosure.act_request_max_tokens,
+    )
 
 
 def _count_usage(loop: _Loop, response: ModelResponse) -> None:
@@ -330,7 +341,7 @@ def _micro_reflect(loop: _Loop) -> Exit | None:
     started = time.monotonic()
     prompt = Message(role="user", content=load_prompt("micro_reflect"))
     try:
-        response = loop.model.complete([*loop.messages, prompt], purpose="reflect")
+        response = loop.model.complete([*_packed(loop), prompt], purpose="reflect")
     except ModelError as e:
         return Exit("model_error", str(e), e.next_step or "check the model settings and retry")
     _count_usage(loop, response)
