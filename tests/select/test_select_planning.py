@@ -274,3 +274,14 @@ def test_no_second_plan_when_the_goal_has_no_plan_budget_left(skills_root, tmp_p
     state.plan_metrics.tokens_in = 1000
     result = reflect_goal(state, Runtime(settings=settings, model=model, library=SkillLibrary(skills_root)))
     assert [c.purpose for c in model.calls if c.purpose == "plan"] == [] and result.status == "unmet"
+
+
+def test_disable_model_invocation_is_read_from_the_frontmatter_and_a_bad_value_is_reported(tmp_path):
+    write_skill(tmp_path, "on", name="on", description="Named only.", body="b", disable=True)
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "SKILL.md").write_text("---\nname: bad\ndescription: Odd flag.\ndisable-model-invocation: maybe\n---\nb\n")
+    by_id = {s.id: s for s in SkillLibrary(tmp_path).list()}
+    assert by_id["on"].disable_model_invocation and not any(p.code == "unknown_key" for p in by_id["on"].problems)
+    assert not by_id["bad"].disable_model_invocation
+    assert [p.code for p in by_id["bad"].problems if p.field == "disable-model-invocation"] == ["field_invalid"]
