@@ -27,7 +27,7 @@ def test_list_json_gives_every_skill_with_its_problems_and_exits_0(make_skill, s
     assert result.exit_code == 0, result.output
     listed = json.loads(result.stdout)
     assert [s["id"] for s in listed] == ["document-skills/broken", "good"]
-    assert set(listed[1]) == {"id", "name", "description", "path", "problems", "l1_tokens", "disable_model_invocation"}
+    assert set(listed[1]) == {"id", "name", "description", "path", "problems", "l1_tokens"}
     assert listed[1]["name"] == "good" and listed[1]["problems"] == []
     assert listed[1]["path"] == str((skills_root / "good").resolve())
     assert listed[0]["name"] is None
