@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Set up everything this project needs on a fresh Debian/Ubuntu machine, idempotently:
-#   Debian packages (docker.io, redis-server, debootstrap, docker-compose), a running dockerd and redis-server,
+#   Debian packages (docker.io, redis-server, debootstrap, docker-compose, npm), a running dockerd and redis-server,
 #   the virtual environment .venv/ with the project installed, and the sandbox image.
 # Run as root (or with passwordless sudo). Safe to run again: finished steps are skipped.
 set -euo pipefail
@@ -15,6 +15,7 @@ command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
 command -v redis-server >/dev/null 2>&1 || need_pkgs+=(redis-server)
 command -v debootstrap >/dev/null 2>&1 || need_pkgs+=(debootstrap)
 command -v docker-compose >/dev/null 2>&1 || need_pkgs+=(docker-compose)
+command -v npm >/dev/null 2>&1 || need_pkgs+=(npm)  # `npm ci` of the sandbox image's Node libraries, on the host
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
   log "installing Debian packages: ${need_pkgs[*]}"
   $SUDO apt-get update -qq

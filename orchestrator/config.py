@@ -40,6 +40,40 @@ class Budgets(_Section):
     disk_write_limit_mb: int = Field(50, ge=1)
 
 
+class LimitProfile(_Section):
+    """A heavier set of container limits for skills that declare an operation (``metadata.operations``).
+
+    Fields left out keep the defaults of :class:`SandboxSettings`; a skill declaring several operations gets the
+    largest value of each field among their profiles.
+    """
+
+    timeout_cap_s: float | None = Field(None, gt=0)
+    memory_mb: int | None = Field(None, ge=16)
+    pids_limit: int | None = Field(None, ge=8)
+    tmp_size_mb: int | None = Field(None, ge=1)
+    cpus: float | None = Field(None, gt=0)
+
+
+DEFAULT_ALLOWED_COMMANDS = (
+    "python3",
+    "python",
+    "node",
+    "bash",
+    "soffice",
+    "libreoffice",
+    "pdftoppm",
+    "pdftotext",
+    "pdfinfo",
+    "qpdf",
+    "pandoc",
+    "markitdown",
+)
+DEFAULT_PROFILES = {
+    "process-chain": LimitProfile(timeout_cap_s=300, memory_mb=1536, pids_limit=256, tmp_size_mb=256),
+    "browser-automation": LimitProfile(timeout_cap_s=300, memory_mb=2048, pids_limit=512, tmp_size_mb=512),
+}
+
+
 class SandboxSettings(_Section):
     """How every script container is limited. The kernel enforces these, not Python."""
 
@@ -50,6 +84,13 @@ class SandboxSettings(_Section):
     tmp_size_mb: int = Field(16, ge=1)
     uid: int = Field(65534, ge=1)
     allowed_extensions: tuple[str, ...] = (".py", ".sh", ".js")
+    allowed_commands: tuple[str, ...] = Field(
+        DEFAULT_ALLOWED_COMMANDS, description="programs run_command may start (bare names, looked up on PATH)"
+    )
+    timeout_cap_s: float = Field(120, gt=0, description="the longest timeout_s a call may ask for")
+    profiles: dict[str, LimitProfile] = Field(
+        default_factory=lambda: dict(DEFAULT_PROFILES), description="heavier limits by declared operation"
+    )
     stdout_limit_bytes: int = Field(1024 * 1024, ge=1024)
     stderr_max_lines: int = Field(512, ge=1)
     label_prefix: str = "orchestrator"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -44,50 +45,142 @@ def _seed_build(job: Any, build: Path) -> None:
             job.write_file(path.relative_to(build).as_posix(), path.read_bytes())
 
 
-@app.command("run", help="Run one script of a skill in a throwaway container; print its ScriptResult.")
+@app.command("run", help="Run one script of a skill (or build/NAME) in a throwaway container; print its ScriptResult.")
 def run_cmd(
     ctx: typer.Context,
-    script: Annotated[str, typer.Argument(help="Script path relative to the skill root (.py, .sh, .js).")],
+    script: Annotated[
+        str, typer.Argument(help="Script path relative to the skill root (.py, .sh, .js), or build/NAME from --build.")
+    ],
     skill_root: Annotated[Path, typer.Option("--skill-root", help="The skill folder (mounted read-only).")],
-    build: Annotated[Path, typer.Option("--build", help="Host folder that receives build/ after the call.")],
+    build: Annotated[
+        Path, typer.Option("--build", help="Host folder copied into build/ before the call and receiving it after.")
+    ],
     args: Annotated[str, typer.Option("--args", help="Args JSON for the script's stdin (or @file.json).")] = "{}",
-    timeout: Annotated[float | None, typer.Option("--timeout", help="Wall-clock seconds.")] = None,
+    argv: Annotated[
+        list[str] | None, typer.Option("--argv", help="One command-line argument of the script (repeatable).")
+    ] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Wall-clock seconds (capped).")] = None,
     memory_mb: Annotated[int | None, typer.Option("--memory-mb", help="Memory limit (no swap).")] = None,
     cpus: Annotated[float | None, typer.Option("--cpus", help="CPU quota.")] = None,
     disk_mb: Annotated[int | None, typer.Option("--disk-mb", help="Size of build/.")] = None,
     inputs: Annotated[Path | None, typer.Option("--inputs", help="Folder mounted read-only at /inputs.")] = None,
+    operation: Annotated[
+        list[str] | None, typer.Option("--operation", help="A declared operation selecting a limit profile.")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    from orchestrator.sandbox.docker import SandboxRunner
     from orchestrator.sandbox.limits import resolve_script
 
     payload = _parse_args(args)
+    words = list(argv or [])
+    result = _in_job(
+        ctx,
+        label=script,
+        check=lambda sandbox: resolve_script(skill_root, script, sandbox.allowed_extensions, words),
+        call=lambda job, timeout_s: job.run_script(script, payload, argv=words, timeout_s=timeout_s),
+        skill_root=skill_root,
+        build=build,
+        inputs=inputs,
+        timeout=timeout,
+        disk_mb=disk_mb,
+        operations=operation or [],
+        as_json=as_json,
+        sandbox_changes={"memory_mb": memory_mb, "cpus": cpus},
+    )
+    _finish(result, as_json)
+
+
+@app.command(
+    "command",
+    help="Run one allowed program (soffice, pdftoppm, qpdf, pandoc, python3, ...) in a throwaway container, "
+    "working folder the skill root; print the same result as `sandbox run`. Put the command after `--`.",
+)
+def command_cmd(
+    ctx: typer.Context,
+    command: Annotated[list[str], typer.Argument(help="PROGRAM [ARG...]: the program must be allowed.")],
+    skill_root: Annotated[Path, typer.Option("--skill-root", help="The skill folder (mounted read-only).")],
+    build: Annotated[
+        Path, typer.Option("--build", help="Host folder copied into build/ before the call and receiving it after.")
+    ],
+    inputs: Annotated[Path | None, typer.Option("--inputs", help="Folder mounted read-only at /inputs.")] = None,
+    timeout: Annotated[float | None, typer.Option("--timeout", help="Wall-clock seconds (capped).")] = None,
+    disk_mb: Annotated[int | None, typer.Option("--disk-mb", help="Size of build/.")] = None,
+    operation: Annotated[
+        list[str] | None, typer.Option("--operation", help="A declared operation selecting a limit profile.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    from orchestrator.sandbox.commands import resolve_command
+
+    result = _in_job(
+        ctx,
+        label=command[0] if command else "",
+        check=lambda sandbox: resolve_command(command, sandbox.allowed_commands),
+        call=lambda job, timeout_s: job.run_command(command, timeout_s=timeout_s),
+        skill_root=skill_root,
+        build=build,
+        inputs=inputs,
+        timeout=timeout,
+        disk_mb=disk_mb,
+        operations=operation or [],
+        as_json=as_json,
+        sandbox_changes={},
+    )
+    _finish(result, as_json)
+
+
+def _in_job(
+    ctx: typer.Context,
+    *,
+    label: str,
+    check: Callable[[SandboxSettings], object],
+    call: Callable[[Any, float], ScriptResult],
+    skill_root: Path,
+    build: Path,
+    inputs: Path | None,
+    timeout: float | None,
+    disk_mb: int | None,
+    operations: list[str],
+    as_json: bool,
+    sandbox_changes: dict[str, Any],
+) -> ScriptResult:
+    """One call in a fresh job: refused before the engine is touched, build/ seeded from and exported to --build."""
+    from orchestrator.sandbox.docker import SandboxRunner
+
     try:
         settings = state(ctx).settings()
-        sandbox = _sandbox_settings(settings, memory_mb=memory_mb, cpus=cpus)
-        resolve_script(skill_root, script, sandbox.allowed_extensions)  # refuse before touching the engine
+        sandbox = _sandbox_settings(settings, **sandbox_changes)
+        check(sandbox)  # refuse before touching the engine
         runner = SandboxRunner(sandbox, work_dir=settings.cache_dir / "sandbox")
         try:
             with runner.open_job(
-                "cli", skill_root, disk_mb=disk_mb or settings.limits.disk_write_limit_mb, inputs_dir=inputs
+                "cli",
+                skill_root,
+                disk_mb=disk_mb or settings.limits.disk_write_limit_mb,
+                inputs_dir=inputs,
+                operations=operations,
             ) as job:
                 _seed_build(job, build)
                 try:
-                    result = job.run_script(script, payload, timeout_s=timeout or settings.limits.script_timeout_s)
+                    result = call(job, timeout or settings.limits.script_timeout_s)
                 except SandboxRefused as e:
-                    result = _refused(script, e)
+                    result = _refused(label, e)
                 job.export(build)
                 pruned = job.take_pruned()
                 if pruned:
                     result = result.model_copy(update={
                         "ok": False, "violations": [*result.violations, *pruned],
-                        "reason": result.reason or "the script left files that break the build/ contract (removed)"})
+                        "reason": result.reason or "the call left files that break the build/ contract (removed)"})
         finally:
             runner.close()
     except SandboxRefused as e:
-        result = _refused(script, e)
+        result = _refused(label, e)
     except OrchestratorError as e:
         fail(e, as_json=as_json)
+    return result
+
+
+def _finish(result: ScriptResult, as_json: bool) -> None:
     if as_json:
         emit_json(result)
     else:
@@ -123,6 +216,9 @@ def build_image_cmd(
     wheelhouse: Annotated[
         Path | None, typer.Option("--wheelhouse", help="Use these wheels (air-gapped), not a download.")
     ] = None,
+    node_modules: Annotated[
+        Path | None, typer.Option("--node-modules", help="Use this node_modules (air-gapped), not `npm ci`.")
+    ] = None,
     rootfs: Annotated[Path | None, typer.Option("--rootfs", help="Debian rootfs folder to import.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
@@ -144,6 +240,7 @@ def build_image_cmd(
             base=base,  # type: ignore[arg-type]
             force=force,
             wheelhouse=wheelhouse,
+            node_modules=node_modules,
             rootfs=rootfs,
             say=say if not as_json else (lambda _t: None),
         )

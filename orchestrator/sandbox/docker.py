@@ -19,6 +19,7 @@ import shutil
 import socket
 import threading
 import time
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass, field
@@ -32,16 +33,16 @@ import requests
 from docker.types import Mount
 
 from orchestrator.config import SandboxSettings
-from orchestrator.errors import SandboxError
+from orchestrator.errors import SandboxError, SandboxRefused
 from orchestrator.logs import get_logger
 from orchestrator.sandbox import buildfs
+from orchestrator.sandbox.commands import resolve_command
 from orchestrator.sandbox.engine import BUILD_IMAGE_HINT, connect, default_work_dir, docker_errors, private_dir
 from orchestrator.sandbox.limits import (
     BUILD_DIR,
     INPUTS_MOUNT,
     LAUNCHER,
     SKILL_MOUNT,
-    ScriptCommand,
     build_volume_options,
     holder_host_config,
     overlay_volume_options,
@@ -51,8 +52,9 @@ from orchestrator.sandbox.limits import (
     script_host_config,
 )
 from orchestrator.sandbox.models import BuildFile, ScriptResult
+from orchestrator.sandbox.profiles import apply_operations, call_timeout
 from orchestrator.sandbox.reaper import FOREIGN_GRACE_S, labels, owner_id, reap_orphans
-from orchestrator.sandbox.results import script_result
+from orchestrator.sandbox.results import LaunchedCommand, script_result
 from orchestrator.sandbox.streams import OutputCollector, pump
 
 log = get_logger(__name__)
@@ -92,9 +94,18 @@ class SandboxRunner:
     # -- jobs -------------------------------------------------------------------------------------------------
 
     def open_job(
-        self, job_id: str, skill_root: Path, *, disk_mb: int = 50, inputs_dir: Path | None = None
+        self,
+        job_id: str,
+        skill_root: Path,
+        *,
+        disk_mb: int = 50,
+        inputs_dir: Path | None = None,
+        operations: Sequence[str] = (),
     ) -> SandboxJob:
-        """Set up a job's volumes and holder; the caller must ``close()`` it (or use it as a context manager)."""
+        """Set up a job's volumes and holder; the caller must ``close()`` it (or use it as a context manager).
+
+        ``operations`` (a skill's ``metadata.operations``) select heavier limits from ``sandbox.profiles``.
+        """
         root = Path(skill_root)
         if not root.is_dir():
             raise SandboxError(
@@ -114,7 +125,14 @@ class SandboxRunner:
         if time.monotonic() - self._last_reap > REAP_INTERVAL_S:
             self._last_reap = time.monotonic()
             self.executor.submit(self._reap_quietly)
-        job = SandboxJob(self, job_id, root.resolve(), disk_mb=disk_mb, inputs_dir=inputs_dir)
+        job = SandboxJob(
+            self,
+            job_id,
+            root.resolve(),
+            disk_mb=disk_mb,
+            inputs_dir=inputs_dir,
+            settings=apply_operations(self.settings, operations),
+        )
         try:
             job._setup()
         except BaseException:
@@ -204,10 +222,17 @@ class SandboxJob:
     """One job's sandbox: ``build/`` that persists across calls, and a fresh container per ``run_script``."""
 
     def __init__(
-        self, runner: SandboxRunner, job_id: str, skill_root: Path, *, disk_mb: int, inputs_dir: Path | None
+        self,
+        runner: SandboxRunner,
+        job_id: str,
+        skill_root: Path,
+        *,
+        disk_mb: int,
+        inputs_dir: Path | None,
+        settings: SandboxSettings | None = None,
     ) -> None:
         self.runner = runner
-        self.settings = runner.settings
+        self.settings = settings or runner.settings  # the runner's, raised by the skill's declared operations
         self.job_id = job_id
         self.skill_root = skill_root
         self.disk_mb = disk_mb
@@ -393,17 +418,61 @@ class SandboxJob:
                 self._pending.result(timeout=timeout_s)
 
     def run_script(
-        self, script: str, args: dict[str, Any] | list[Any] | None = None, *, timeout_s: float = 20
+        self,
+        script: str,
+        args: dict[str, Any] | list[Any] | None = None,
+        *,
+        argv: Sequence[str] = (),
+        timeout_s: float = 20,
     ) -> ScriptResult:
-        """Run ``script`` (relative to the skill root) with ``args`` as its stdin JSON in a fresh container.
+        """Run ``script`` with ``args`` as its stdin JSON and ``argv`` as its command line, in a fresh container.
 
-        Raises :class:`SandboxRefused` before any container starts when the policy refuses the script, and
+        ``script`` is relative to the skill root: a file of the skill, or code the model wrote under ``build/``
+        (same container, same rules). ``timeout_s`` is capped at ``sandbox.timeout_cap_s``. Raises
+        :class:`SandboxRefused` before any container starts when the policy refuses the script, and
         :class:`SandboxError` when the engine fails. A failing, slow, noisy or OOM-killed script is a result.
         """
-        if self._closed:
-            raise SandboxError("the sandbox job is closed", where=f"sandbox:{self.name}", retryable=False)
-        command = resolve_script(self.skill_root, script, self.settings.allowed_extensions)
+        self._check_open()
+        command = resolve_script(self.skill_root, script, self.settings.allowed_extensions, argv)
+        if command.in_build:
+            self._check_build_script(command.script, command.target)
         payload = json.dumps({} if args is None else args, ensure_ascii=False).encode()
+        return self._call(command, payload, timeout_s)
+
+    def run_command(self, argv: Sequence[str], *, timeout_s: float = 20) -> ScriptResult:
+        """Run one allowed program (``argv[0]``, see ``sandbox/commands.py``) with the skill root as working folder.
+
+        Same container, limits and result as :meth:`run_script`; stdin is empty and plain-text stdout is fine.
+        Refused before any container starts when the program is not in ``sandbox.allowed_commands``.
+        """
+        self._check_open()
+        command = resolve_command(argv, self.settings.allowed_commands)
+        return self._call(command, b"", timeout_s)
+
+    def _check_build_script(self, script: str, target: str) -> None:
+        rel = target.split("/", 1)[1]
+        where = f"tool:run_script:{script}"
+        with docker_errors(where):
+            path_stat: dict[str, Any] | None = None
+            try:
+                chunks, path_stat = self._api.get_archive(self.holder, f"{HOLDER_BUILD}/{rel}")
+                for _chunk in chunks:  # drain the stream so the connection goes back to the pool
+                    pass
+            except docker.errors.NotFound:
+                path_stat = None
+        if path_stat is None or not buildfs.stat_is_regular(path_stat):
+            what = "does not exist" if path_stat is None else "is not a regular file"
+            raise SandboxRefused(
+                f"script {script!r} {what} in build/",
+                where=where,
+                next_step="write the script with write_artifact first, then run it as build/NAME",
+                retryable=False,
+                violation="not_found" if path_stat is None else "not_a_file",
+                script=script,
+            )
+
+    def _call(self, command: LaunchedCommand, payload: bytes, timeout_s: float) -> ScriptResult:
+        timeout_s = call_timeout(self.settings, timeout_s, timeout_s)
         with self._call_lock:
             prepared = self._take_prepared()
             try:
@@ -429,7 +498,7 @@ class SandboxJob:
         )
         return result
 
-    def _run(self, prepared: _Prepared, command: ScriptCommand, payload: bytes, timeout_s: float) -> ScriptResult:
+    def _run(self, prepared: _Prepared, command: LaunchedCommand, payload: bytes, timeout_s: float) -> ScriptResult:
         collector = OutputCollector(self.settings.stdout_limit_bytes, self.settings.stderr_max_lines)
         where = f"container:{prepared.name}"
         with docker_errors(where):

@@ -261,9 +261,12 @@ def ensure_public_base(client: docker.DockerClient, say: Progress) -> None:
 # -- wheelhouse ---------------------------------------------------------------------------------------------------
 
 
-def wheel_platform() -> str:
+def wheel_platforms() -> list[str]:
+    """Wheel tags the image's glibc (bookworm: 2.36) accepts: manylinux_2_28 first (some wheels, e.g. onnxruntime,
+    exist only there), then manylinux2014 (= manylinux_2_17)."""
     machine = platform.machine().lower()
-    return {"x86_64": "manylinux2014_x86_64", "amd64": "manylinux2014_x86_64"}.get(machine, f"manylinux2014_{machine}")
+    arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(machine, machine)
+    return [f"manylinux_2_28_{arch}", f"manylinux2014_{arch}"]
 
 
 def ensure_wheelhouse(folder: Path, cache_dir: Path, say: Progress, given: Path | None = None) -> Path:
@@ -276,7 +279,8 @@ def ensure_wheelhouse(folder: Path, cache_dir: Path, say: Progress, given: Path 
     if any(local.glob("*.whl")):
         return local
     requirements = folder / "requirements.txt"
-    key = hashlib.sha256(requirements.read_bytes() + wheel_platform().encode()).hexdigest()[:16]
+    platforms = wheel_platforms()
+    key = hashlib.sha256(requirements.read_bytes() + " ".join(platforms).encode()).hexdigest()[:16]
     target = cache_dir / "wheelhouse" / key
     if (target / ".complete").exists():
         return target
@@ -290,8 +294,7 @@ def ensure_wheelhouse(folder: Path, cache_dir: Path, say: Progress, given: Path 
         "--quiet",
         "--no-deps",
         "--only-binary=:all:",
-        "--platform",
-        wheel_platform(),
+        *[arg for tag in platforms for arg in ("--platform", tag)],
         "--python-version",
         version,
         "--implementation",
@@ -319,6 +322,60 @@ def ensure_wheelhouse(folder: Path, cache_dir: Path, say: Progress, given: Path 
         shutil.rmtree(target)
     shutil.move(str(staging), target)
     return target
+
+
+# -- node modules -------------------------------------------------------------------------------------------------
+
+NODE_LOCK_FILES = ("package.json", "package-lock.json")
+
+
+def ensure_node_modules(folder: Path, cache_dir: Path, say: Progress, given: Path | None = None) -> Path:
+    """``node_modules`` for the committed lockfile: a given folder, ``sandbox-image/node_modules``, or ``npm ci``.
+
+    npm runs on the host (the registry is reachable from here, never from inside a build or a sandbox), with
+    ``--ignore-scripts``: no package code runs while installing. The result is cached by the lockfile's hash.
+    """
+    if given is not None:
+        if not given.is_dir() or not any(given.iterdir()):
+            raise ConfigError(f"no node modules in {given}", where="sandbox:build-image")
+        return given
+    local = folder / "node_modules"
+    if local.is_dir() and any(local.iterdir()):
+        return local
+    digest = hashlib.sha256()
+    for name in NODE_LOCK_FILES:
+        digest.update((folder / name).read_bytes() + b"\0")
+    target = cache_dir / "node" / digest.hexdigest()[:16]
+    if (target / ".complete").exists():
+        return target / "node_modules"
+    npm = shutil.which("npm")
+    if npm is None:
+        raise SandboxError(
+            "npm is not installed on this host: the image's Node libraries are installed with `npm ci` here",
+            where="sandbox:build-image",
+            next_step="install npm (apt-get install npm), or pass --node-modules DIR made by `npm ci` elsewhere",
+            retryable=False,
+        )
+    staging = Path(tempfile.mkdtemp(prefix="node-modules-"))
+    for name in NODE_LOCK_FILES:
+        shutil.copy2(folder / name, staging / name)
+    say("installing the image's Node libraries (npm ci)")
+    argv = [npm, "ci", "--ignore-scripts", "--omit=dev", "--no-audit", "--no-fund", "--loglevel=error"]
+    done = subprocess.run(argv, cwd=staging, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise SandboxError(
+            f"npm ci failed: {done.stderr.strip()[-2000:]}",
+            where="sandbox:build-image",
+            next_step="check that the npm registry is reachable, or pass --node-modules DIR",
+            retryable=True,
+        )
+    (staging / ".complete").touch()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.move(str(staging), target)
+    return target / "node_modules"
 
 
 # -- build --------------------------------------------------------------------------------------------------------
@@ -359,7 +416,10 @@ def probe_tools(client: docker.DockerClient, image_id: str) -> dict[str, str]:
     with docker_errors("sandbox:build-image"):
         container = api.create_container(
             image_id,
-            host_config=api.create_host_config(network_mode="none", read_only=True, cap_drop=["ALL"]),
+            host_config=api.create_host_config(
+                network_mode="none", read_only=True, cap_drop=["ALL"], tmpfs={"/tmp": "size=64m,mode=1777"}
+            ),
+            environment={"HOME": "/tmp"},
             use_config_proxy=False,
         )["Id"]
         try:
@@ -388,6 +448,7 @@ def build_image(
     base: BaseChoice = "auto",
     force: bool = False,
     wheelhouse: Path | None = None,
+    node_modules: Path | None = None,
     rootfs: Path | None = None,
     say: Progress = lambda _text: None,
 ) -> ImageBuild:
@@ -418,10 +479,12 @@ def build_image(
         else:
             ensure_public_base(client, say)
         wheels = ensure_wheelhouse(folder, settings.cache_dir, say, wheelhouse)
+        modules = ensure_node_modules(folder, settings.cache_dir, say, node_modules)
         with tempfile.TemporaryDirectory(prefix="sandbox-image-") as context:
             for path in definition_files(folder):
                 shutil.copy2(path, Path(context) / path.name)
             shutil.copytree(wheels, Path(context) / "wheelhouse", ignore=shutil.ignore_patterns(".*"))
+            shutil.copytree(modules, Path(context) / "node_modules", symlinks=True)
             say(f"building on {base_image} ({kind})")
             built = _stream_build(
                 client,

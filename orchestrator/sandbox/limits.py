@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -23,24 +23,37 @@ SKILL_MOUNT = "/skill"
 BUILD_DIR = "build"
 BUILD_MOUNT = f"{SKILL_MOUNT}/{BUILD_DIR}"
 INPUTS_MOUNT = "/inputs"
+NODE_PATH = "/opt/node_modules"
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-# The container starts before its call is known and waits on stdin: the first two lines name the interpreter and
-# the script, the rest is the args JSON the script reads. `exec` keeps the script as PID 1, so when it exits the
-# kernel kills every process it left behind.
+# The container starts before its call is known and waits on stdin. The host then writes a header: the in-container
+# time limit, the number of command-line words, and the words themselves, each ended by a NUL byte (a NUL cannot
+# occur inside an argument, so a newline, a quote or a leading dash in an argument stays one literal argument; no
+# shell ever parses them). The rest of stdin is what the program reads (a script's args JSON). `exec` keeps the
+# program under PID 1's ``timeout``, so when it exits the kernel kills every process it left behind.
 # The container enforces the wall-clock limit itself (coreutils ``timeout`` as the container's first process), so a
-# script cannot outlive its limit even when the orchestrator that started it dies. The host kills at the limit;
+# program cannot outlive its limit even when the orchestrator that started it dies. The host kills at the limit;
 # the in-container limit is a little later so that the host normally reports the timeout first.
 LAUNCHER: list[str] = [
-    "/bin/sh",
+    "/bin/bash",
     "-c",
-    "IFS= read -r interp && IFS= read -r script && IFS= read -r limit"
-    ' && exec timeout -s KILL "$limit" "$interp" "$script"',
+    'set -f; IFS= read -r limit && IFS= read -r count || exit 125; argv=(); '
+    'while [ "${#argv[@]}" -lt "$count" ]; do IFS= read -r -d "" word || exit 125; argv+=("$word"); done; '
+    'exec timeout -s KILL "$limit" "${argv[@]}"',
     "orch-launch",
 ]
 CONTAINER_TIMEOUT_GRACE_S = 2
+MAX_ARGV_WORDS = 256
+MAX_ARGV_BYTES = 128 * 1024
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def launcher_header(argv: Sequence[str], timeout_s: float) -> bytes:
+    """What the launcher reads before the program's own stdin: the limit in whole seconds, then ``argv``."""
+    limit = math.ceil(timeout_s) + CONTAINER_TIMEOUT_GRACE_S
+    words = b"".join(word.encode() + b"\0" for word in argv)
+    return f"{limit}\n{len(argv)}\n".encode() + words
 
 
 @dataclass(frozen=True)
@@ -50,19 +63,51 @@ class ScriptCommand:
     script: str  # as given, relative to the skill root
     target: str  # the resolved file, relative to the skill root (symlinks inside the root followed)
     interpreter: str
+    args: tuple[str, ...] = ()  # the script's command line (after the script path)
 
     @property
     def container_path(self) -> str:
         return f"{SKILL_MOUNT}/{self.target}"
 
     @property
+    def in_build(self) -> bool:
+        """Model-written code under ``build/``: its existence is checked in the job, not on the host."""
+        return self.target.split("/", 1)[0] == BUILD_DIR
+
+    @property
+    def label(self) -> str:
+        return self.script
+
+    @property
     def argv(self) -> list[str]:
-        return [self.interpreter, self.container_path]
+        return [self.interpreter, self.container_path, *self.args]
+
+    @property
+    def expects_json(self) -> bool:
+        """Scripts driven by stdin JSON answer in JSON; a script given a command line may print plain text."""
+        return not self.args
 
     def launcher_header(self, timeout_s: float) -> bytes:
-        """The launcher's three lines: interpreter, script, and the in-container time limit in whole seconds."""
-        limit = math.ceil(timeout_s) + CONTAINER_TIMEOUT_GRACE_S
-        return f"{self.interpreter}\n{self.container_path}\n{limit}\n".encode()
+        return launcher_header(self.argv, timeout_s)
+
+
+def check_argv(argv: Sequence[str], *, where: str) -> tuple[str, ...]:
+    """``argv`` as a tuple of plain strings, or :class:`SandboxRefused` (NUL bytes, too many or too long words)."""
+    words = tuple(argv)
+    problem = None
+    if any(not isinstance(word, str) for word in words):
+        problem = "every command-line argument must be a string"
+    elif any("\0" in word for word in words):
+        problem = "a command-line argument cannot contain a NUL byte"
+    elif len(words) > MAX_ARGV_WORDS:
+        problem = f"{len(words)} command-line arguments (at most {MAX_ARGV_WORDS})"
+    elif sum(len(word.encode()) + 1 for word in words) > MAX_ARGV_BYTES:
+        problem = f"the command line is longer than {MAX_ARGV_BYTES} bytes"
+    if problem:
+        raise SandboxRefused(
+            problem, where=where, next_step="pass shorter, plain-text arguments", retryable=False, violation="bad_argv"
+        )
+    return words
 
 
 def _refuse(script: str, violation: str, message: str, next_step: str) -> SandboxRefused:
@@ -76,13 +121,17 @@ def _refuse(script: str, violation: str, message: str, next_step: str) -> Sandbo
     )
 
 
-def resolve_script(skill_root: Path, script: str, allowed_extensions: Iterable[str]) -> ScriptCommand:
+def resolve_script(
+    skill_root: Path, script: str, allowed_extensions: Iterable[str], argv: Sequence[str] = ()
+) -> ScriptCommand:
     """Check ``script`` against the policy and resolve it inside ``skill_root``, or raise :class:`SandboxRefused`.
 
-    Refused: empty or absolute paths, any ``..`` component, control characters, a path under ``build/`` (scripts
-    come from the skill, not from the job's output), an extension that is not allowed or has no interpreter, a path
-    that resolves outside the root (symlinks included), and a missing or non-regular file.
+    Refused: empty or absolute paths, any ``..`` component, control characters, an extension that is not allowed or
+    has no interpreter, a path that resolves outside the root (symlinks included), a missing or non-regular file,
+    and a command line that cannot be passed (see :func:`check_argv`). A path under ``build/`` is code the model
+    wrote: it runs under the same rules, and the job checks that it exists (``build/`` is not on the host).
     """
+    args = check_argv(argv, where=f"tool:run_script:{script}")
     allowed = {ext.lower() for ext in allowed_extensions}
     if not script or not script.strip():
         raise _refuse(script, "empty_path", "no script path given", "name a script relative to the skill root")
@@ -104,13 +153,6 @@ def resolve_script(skill_root: Path, script: str, allowed_extensions: Iterable[s
     parts = [p for p in pure.parts if p != "."]
     if not parts:
         raise _refuse(script, "empty_path", "no script path given", "name a script relative to the skill root")
-    if parts[0] == BUILD_DIR:
-        raise _refuse(
-            script,
-            "build_script",
-            f"script {script!r} is under build/: only scripts shipped with the skill may run",
-            "run a script of the skill folder",
-        )
     extension = pure.suffix.lower()
     if extension not in allowed:
         raise _refuse(
@@ -127,6 +169,10 @@ def resolve_script(skill_root: Path, script: str, allowed_extensions: Iterable[s
             f"script {script!r}: no interpreter is known for {extension!r}",
             f"use one of {sorted(INTERPRETERS)}",
         )
+    if parts[0] == BUILD_DIR:
+        if len(parts) == 1:
+            raise _refuse(script, "not_a_file", f"script {script!r} is a folder", "name a script file under build/")
+        return ScriptCommand(script=script, target="/".join(parts), interpreter=interpreter, args=args)
     root = skill_root.resolve()
     resolved = (root / PurePosixPath(*parts)).resolve()
     if not resolved.is_relative_to(root):
@@ -145,10 +191,10 @@ def resolve_script(skill_root: Path, script: str, allowed_extensions: Iterable[s
         raise _refuse(
             script,
             "build_script",
-            f"script {script!r} points into build/",
-            "run a script of the skill folder",
+            f"script {script!r} is a link of the skill into build/",
+            "name the file under build/ directly",
         )
-    return ScriptCommand(script=script, target=target, interpreter=interpreter)
+    return ScriptCommand(script=script, target=target, interpreter=interpreter, args=args)
 
 
 def safe_build_path(rel_path: str) -> str:
@@ -177,6 +223,7 @@ def sandbox_environment() -> dict[str, str]:
         "PATH": SANDBOX_PATH,
         "LANG": "C.UTF-8",
         "PYTHONDONTWRITEBYTECODE": "1",
+        "NODE_PATH": NODE_PATH,  # require("pptxgenjs") from any working directory
     }
 
 

@@ -24,7 +24,11 @@ class ScriptResult(BaseModel):
     oom_killed: bool = False
     violations: list[str] = Field(default_factory=list)
     reason: str | None = Field(None, description="why the call is not ok, in words a person or model can act on")
-    script: str = Field(..., description="script path relative to the skill root")
+    limit: Literal["timeout", "memory", "pids", "tmp"] | None = Field(
+        None, description="the container limit the call died of, if any"
+    )
+    next_step: str | None = Field(None, description="the call argument or skill declaration that lifts that limit")
+    script: str = Field(..., description="script path relative to the skill root, or the program run_command ran")
     container: str | None = None
     command: list[str] = Field(default_factory=list, description="the command the container ran")
     stdout_bytes: int = 0
@@ -34,6 +38,34 @@ class ScriptResult(BaseModel):
     def refused(cls, script: str, reason: str, violation: str) -> ScriptResult:
         """The result shape of a call refused before any container started (CLI and tool results)."""
         return cls(ok=False, exit_code=None, script=script, reason=reason, violations=[violation])
+
+    def command_record(self) -> CommandRecord:
+        """The ``command`` evidence step of this call (cmd, exit code, output sizes, elapsed)."""
+        return CommandRecord(
+            cmd=self.command,
+            exit_code=self.exit_code,
+            stdout_bytes=self.stdout_bytes,
+            stderr_bytes=self.stderr_bytes,
+            elapsed_ms=self.duration_ms,
+            ok=self.ok,
+            container=self.container,
+            limit=self.limit,
+        )
+
+
+class CommandRecord(BaseModel):
+    """One container call as a ``command`` step of the evidence (the ADR's common execution frame)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    cmd: list[str]
+    exit_code: int | None
+    stdout_bytes: int
+    stderr_bytes: int
+    elapsed_ms: int
+    ok: bool
+    container: str | None = None
+    limit: str | None = None
 
 
 class BuildFile(BaseModel):

@@ -1,17 +1,30 @@
-"""Turning what a container did into a :class:`ScriptResult`, with a reason and the limits it hit."""
+"""Turning what a container did into a :class:`ScriptResult`, with a reason, the limit it hit and what lifts it."""
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from orchestrator.config import SandboxSettings
-from orchestrator.sandbox.limits import ScriptCommand
 from orchestrator.sandbox.models import ScriptResult
+from orchestrator.sandbox.profiles import LimitName, lift_hint
 from orchestrator.sandbox.streams import OutputCollector, summarise_stderr
+
+
+class LaunchedCommand(Protocol):
+    """What a container was asked to run: a skill or ``build/`` script, or an allowed program."""
+
+    @property
+    def label(self) -> str: ...
+    @property
+    def argv(self) -> list[str]: ...
+    @property
+    def expects_json(self) -> bool: ...
 
 
 def script_result(
     settings: SandboxSettings,
     disk_mb: int,
-    command: ScriptCommand,
+    command: LaunchedCommand,
     container: str,
     out: OutputCollector,
     outcome: str,
@@ -23,27 +36,33 @@ def script_result(
     parsed, value = out.stdout_json()
     violations: list[str] = []
     reason: str | None = None
+    limit: LimitName | None = None
     limit_mib = f"{settings.stdout_limit_bytes / 1048576:g} MiB"
     if outcome == "timeout":
+        limit = "timeout"
         reason = f"timed out after {timeout_s:g}s"
         violations.append(f"timeout: killed after {timeout_s:g}s")
     elif outcome == "stdout_limit":
         reason = f"stdout exceeded {limit_mib}"
         violations.append(f"stdout_limit: more than {limit_mib} written to stdout; killed")
     elif oom:
+        limit = "memory"
         reason = f"out of memory ({settings.memory_mb} MiB)"
         violations.append(f"memory_limit: killed by the kernel at {settings.memory_mb} MiB")
     elif exit_code != 0:
         reason = f"exit code {exit_code}"
-    elif not parsed:
+    elif command.expects_json and not parsed:
         reason = "stdout is not JSON" if out.stdout.strip() else "stdout is empty (a JSON value is expected)"
     tail = out.stderr_tail
-    if reason is not None:
+    if reason is not None and limit is None:
         text = "\n".join(tail)
         if "No space left on device" in text or "ENOSPC" in text:
-            violations.append(f"disk_limit: build/ is full ({disk_mb} MiB)")
+            violations.append(f"disk_limit: build/ ({disk_mb} MiB) or /tmp ({settings.tmp_size_mb} MiB) is full")
+            limit = "tmp"
         if "Resource temporarily unavailable" in text or "BlockingIOError" in text or "EAGAIN" in text:
             violations.append(f"pids_limit: at most {settings.pids_limit} processes")
+            limit = "pids"
+    next_step = lift_hint(settings, limit, timeout_s=timeout_s) if limit else None
     return ScriptResult(
         ok=reason is None,
         exit_code=exit_code,
@@ -57,7 +76,9 @@ def script_result(
         oom_killed=oom,
         violations=violations,
         reason=reason,
-        script=command.script,
+        limit=limit,
+        next_step=next_step,
+        script=command.label,
         container=container,
         command=command.argv,
         stdout_bytes=out.stdout_bytes,

@@ -134,3 +134,44 @@ def test_bench_sandbox_beats_docker_run(tmp_path):
     } <= set(result)
     assert result["pairs"] == 5
     assert result["ratio_vs_docker_run"] <= 1.0
+
+
+SHAPE = {"ok", "exit_code", "stdout_json", "stderr_summary", "duration_ms", "timed_out", "oom_killed", "violations"}
+
+
+def test_sandbox_run_passes_argv_to_a_script_seeded_into_build(make_skill, tmp_path):
+    root = make_skill({"SKILL.md": "# s\n"})
+    build = tmp_path / "out"
+    build.mkdir()
+    (build / "gen.py").write_text("import json, sys\njson.dump(sys.argv[1:], sys.stdout)\n")
+    done = orchestrator(
+        "sandbox", "run", "build/gen.py", "--skill-root", str(root), "--build", str(build),
+        "--argv", "out.xlsx", "--argv", "60", "--argv", "--flag", "--argv", "a b", "--json",
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout)
+    assert result["stdout_json"] == ["out.xlsx", "60", "--flag", "a b"] and set(result) >= SHAPE
+
+
+def test_sandbox_command_runs_an_allowed_program_and_exports_build(make_skill, tmp_path):
+    root = make_skill({"SKILL.md": "# s\n"})
+    build = tmp_path / "out"
+    done = orchestrator(
+        "sandbox", "command", "--skill-root", str(root), "--build", str(build), "--timeout", "30", "--json",
+        "--", "python3", "-c", "import sys; open('build/x.txt', 'w').write(sys.argv[1]); print('done')", "$(id)",
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    result = json.loads(done.stdout)
+    assert set(result) >= SHAPE and result["ok"] and result["stdout_text"] == "done\n"
+    assert result["command"][0] == "python3" and (build / "x.txt").read_text() == "$(id)"
+
+
+def test_sandbox_command_refuses_a_program_not_on_the_list(make_skill, tmp_path):
+    done = orchestrator(
+        "sandbox", "command", "--skill-root", str(make_skill({"SKILL.md": "# s\n"})), "--build", str(tmp_path / "o"),
+        "--json", "--", "curl", "http://example.com",
+    )
+    assert done.returncode == 1
+    result = json.loads(done.stdout)
+    assert set(result) >= SHAPE and not result["ok"] and result["exit_code"] is None
+    assert result["violations"][0].startswith("command_not_allowed") and "soffice" in result["reason"]

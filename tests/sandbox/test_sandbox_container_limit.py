@@ -16,6 +16,7 @@ def test_the_launcher_kills_a_script_at_its_limit_without_any_host_watchdog(sand
     skill.chmod(0o755)
     (skill / "slow.sh").chmod(0o644)
     header = ScriptCommand(script="slow.sh", target="slow.sh", interpreter="bash").launcher_header(1)
+    assert header.startswith(b"3\n")
     started = time.monotonic()
     # Plain `docker run` with no timeout of ours: only the launcher inside the container can stop the script.
     proc = subprocess.run(

@@ -19,7 +19,16 @@ DOCUMENT_LIBRARIES = (
     "lxml",
     "reportlab",
     "Jinja2",
+    "defusedxml",
+    "pandas",
+    "pdfplumber",
+    "pypdfium2",
+    "pdf2image",
+    "markitdown",
+    "PyYAML",
 )
+PROGRAMS = ("soffice", "libreoffice", "pdftoppm", "pdftotext", "qpdf", "pandoc", "markitdown")
+NODE_LIBRARIES = ("npm:pptxgenjs", "npm:docx")
 
 
 def test_the_image_lists_its_tools(docker_client, sandbox_image):
@@ -27,14 +36,16 @@ def test_the_image_lists_its_tools(docker_client, sandbox_image):
     assert tools["python3"].startswith("3.11")
     assert tools["node"].split(".")[0].isdigit() and "bash" in tools and "coreutils" in tools
     assert set(DOCUMENT_LIBRARIES) <= set(tools)
+    assert set(PROGRAMS) <= set(tools) and set(NODE_LIBRARIES) <= set(tools)
+    assert tools["soffice"].split(".")[0].isdigit() and tools["npm:pptxgenjs"].split(".")[0].isdigit()
 
 
 def test_a_skill_needing_a_missing_tool_is_refused_with_a_clear_message(docker_client, sandbox_image):
-    require_tools(docker_client, sandbox_image, ["python-pptx", "node"], skill="pptx")
+    require_tools(docker_client, sandbox_image, ["python-pptx", "node", "libreoffice", "pptxgenjs"], skill="pptx")
     with pytest.raises(ImageToolMissing) as caught:
-        require_tools(docker_client, sandbox_image, ["python-pptx", "libreoffice"], skill="pptx")
-    assert "libreoffice" in caught.value.message and "pptx" in caught.value.message
-    assert caught.value.data["missing"] == ["libreoffice"]
+        require_tools(docker_client, sandbox_image, ["python-pptx", "ffmpeg"], skill="pptx")
+    assert "ffmpeg" in caught.value.message and "pptx" in caught.value.message
+    assert caught.value.data["missing"] == ["ffmpeg"]
 
 
 def test_the_document_libraries_work_offline_in_the_sandbox(make_skill, open_job, tmp_path):

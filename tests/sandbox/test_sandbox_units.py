@@ -66,7 +66,9 @@ def test_a_symlink_inside_the_skill_runs_its_target(skill):
         ("escape.py", "path_escape"),
         ("nope.py", "not_found"),
         ("scripts", "extension_not_allowed"),
-        ("build/x.py", "build_script"),
+        ("build", "extension_not_allowed"),
+        ("build/x.rb", "extension_not_allowed"),
+        ("build/../x.py", "path_escape"),
         ("bad\nname.py", "bad_path"),
         ("", "empty_path"),
     ],
@@ -86,10 +88,26 @@ def test_allowed_extensions_are_configurable_but_need_an_interpreter(skill):
         resolve_script(skill, "run.sh", (".py",))
 
 
-def test_the_launcher_header_names_interpreter_script_and_the_in_container_limit():
+def test_the_launcher_header_carries_the_in_container_limit_and_each_word_nul_terminated():
     command = ScriptCommand(script="a b.py", target="a b.py", interpreter="python3")
-    assert command.launcher_header(20) == b"python3\n/skill/a b.py\n22\n"
-    assert command.launcher_header(0.5) == b"python3\n/skill/a b.py\n3\n"
+    assert command.launcher_header(20) == b"22\n2\npython3\0/skill/a b.py\0"
+    assert command.launcher_header(0.5) == b"3\n2\npython3\0/skill/a b.py\0"
+    with_args = ScriptCommand(script="x.py", target="x.py", interpreter="python3", args=("a\nb", "-c", ""))
+    assert with_args.launcher_header(1) == b"3\n5\npython3\0/skill/x.py\0a\nb\0-c\0\0"
+
+
+def test_a_script_under_build_is_model_written_code_checked_in_the_job(skill):
+    command = resolve_script(skill, "build/gen/make.js", ALLOWED, ["out.pptx"])
+    assert command.in_build and command.argv == ["node", "/skill/build/gen/make.js", "out.pptx"]
+    assert not command.expects_json  # a script given a command line may print plain text
+    assert resolve_script(skill, "scripts/make.py", ALLOWED).expects_json
+
+
+def test_a_command_line_that_cannot_be_passed_is_refused(skill):
+    for argv in (["a\0b"], ["x"] * 300, ["y" * 200_000], [1]):
+        with pytest.raises(SandboxRefused) as caught:
+            resolve_script(skill, "scripts/make.py", ALLOWED, argv)
+        assert caught.value.data["violation"] == "bad_argv"
 
 
 def test_build_paths_are_normalised_or_refused():
