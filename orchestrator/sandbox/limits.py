@@ -39,7 +39,7 @@ LAUNCHER: list[str] = [
     "-c",
     'set -f; IFS= read -r limit && IFS= read -r count || exit 125; argv=(); '
     'while [ "${#argv[@]}" -lt "$count" ]; do IFS= read -r -d "" word || exit 125; argv+=("$word"); done; '
-    'exec timeout -s KILL "$limit" "${argv[@]}"',
+    'exec env -u SHLVL timeout -s KILL "$limit" "${argv[@]}"',  # bash's exec re-exports SHLVL
     "orch-launch",
 ]
 CONTAINER_TIMEOUT_GRACE_S = 2

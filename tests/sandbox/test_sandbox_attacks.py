@@ -391,7 +391,8 @@ init_env = open("/proc/1/environ", "rb").read().decode()
 json.dump({"env": dict(os.environ), "init_env": init_env}, sys.stdout)
 """)
     out = run_probe(job)
-    assert set(out["env"]) <= {"HOME", "TMPDIR", "PATH", "LANG", "PYTHONDONTWRITEBYTECODE", "HOSTNAME", "PWD"}
+    allowed = {"HOME", "TMPDIR", "PATH", "LANG", "PYTHONDONTWRITEBYTECODE", "NODE_PATH", "HOSTNAME", "PWD"}
+    assert set(out["env"]) <= allowed
     everything = repr(out)
     assert "sk-host-secret" not in everything and "hunter2" not in everything and "OPENAI" not in everything
 
@@ -440,10 +441,15 @@ def test_scripts_outside_the_policy_are_refused_before_any_container_starts(
     (root.parent / "outside.py").write_text("print('{}')")
     job = open_job(root)
     job.wait_ready()
-    before = {c["Id"] for c in docker_client.api.containers(all=True, filters={"label": "orchtest.managed"})}
+
+    def containers_of_job() -> set[str]:  # only this job's: other test processes share the label prefix
+        found = docker_client.api.containers(all=True, filters={"label": "orchtest.managed"})
+        return {c["Id"] for c in found if c["Names"][0].lstrip("/").startswith(f"{job.name}-")}
+
+    before = containers_of_job()
     with pytest.raises(SandboxRefused) as caught:
         job.run_script(script)
-    after = {c["Id"] for c in docker_client.api.containers(all=True, filters={"label": "orchtest.managed"})}
+    after = containers_of_job()
     assert caught.value.data["violation"] == violation
     assert after == before
     assert job.run_script("ok.py").ok  # the job is still usable
