@@ -272,3 +272,37 @@ def test_office_files_become_pdf_and_png_inside_the_sandbox_within_the_default_l
         with pytest.raises(SandboxRefused):
             office_thumbnail(job, "../etc/passwd.docx")
         json.dumps([t.model_dump() for t in [thumb]])  # the thumbnail and its steps are evidence-ready
+
+
+RECALC_LIKE = '''
+import json, os, subprocess, sys
+from pathlib import Path
+import openpyxl
+book = openpyxl.Workbook(); sheet = book.active
+sheet["A1"] = 6; sheet["A2"] = 7; sheet["A3"] = "=A1*A2"; sheet["A4"] = "=A3/0"
+book.save(sys.argv[1])
+# A Basic macro in the user profile, run by LibreOffice on the document given on the command line: the way the
+# public xlsx skill recalculates formulas (needs a LibreOffice whose macro sees the document as ThisComponent).
+subprocess.run(["soffice", "--headless", "--terminate_after_init"], check=True, capture_output=True)
+library = Path(os.path.expanduser("~/.config/libreoffice/4/user/basic/Standard"))
+library.mkdir(parents=True, exist_ok=True)
+(library / "Module1.xba").write_text(
+    '<?xml version="1.0" encoding="UTF-8"?>\\n'
+    '<!DOCTYPE script:module PUBLIC "-//OpenOffice.org//DTD OfficeDocument 1.0//EN" "module.dtd">\\n'
+    '<script:module xmlns:script="http://openoffice.org/2000/script" script:name="Module1" '
+    'script:language="StarBasic">Sub Recalc()\\n ThisComponent.calculateAll()\\n ThisComponent.store()\\n'
+    ' ThisComponent.close(True)\\nEnd Sub\\n</script:module>'
+)
+url = "vnd.sun.star.script:Standard.Module1.Recalc?language=Basic&location=application"
+done = subprocess.run(["timeout", sys.argv[2], "soffice", "--headless", "--norestore", url, sys.argv[1]],
+                      capture_output=True, text=True)
+values = [row[0].value for row in openpyxl.load_workbook(sys.argv[1], data_only=True).active.iter_rows()]
+print(json.dumps({"soffice_exit": done.returncode, "values": values}))
+'''
+
+
+def test_a_libreoffice_macro_recalculates_a_workbook_given_on_the_command_line(default_runner, make_skill):
+    with default_runner.open_job("recalc", make_skill({"scripts/recalc_like.py": RECALC_LIKE})) as job:
+        result = job.run_script("scripts/recalc_like.py", argv=["build/book.xlsx", "90"], timeout_s=CAP)
+        assert result.ok, (result.reason, result.stderr_summary)
+        assert result.stdout_json == {"soffice_exit": 0, "values": [6, 7, 42, "#DIV/0!"]}
