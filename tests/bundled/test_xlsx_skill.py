@@ -4,6 +4,8 @@ formulas are refused."""
 
 from __future__ import annotations
 
+import csv
+import io
 import zipfile
 
 import pytest
@@ -63,6 +65,20 @@ def test_computed_cells_are_formulas_that_recalculate_to_the_right_values(budget
     assert evaluate(sheet, sheet["D5"].value) == pytest.approx(sum(q1) + sum(q2))
     assert sum(evaluate(sheet, sheet[f"E{r}"].value) for r in (2, 3, 4)) == pytest.approx(1.0)
     assert run.out["sheets"][0]["totals"]["Total"] == {"cell": "D5", "formula": "=SUM(D2:D4)"}
+
+
+def test_libreoffice_recalculates_the_formulas_to_the_values_computed_here(box, budget):
+    """A real spreadsheet engine in the sandbox computes the formulas (they carry no cached values)."""
+    convert = ["soffice", "--headless", "--norestore", "--convert-to", "csv", "--outdir", "build/recalc"]
+    result = box.job.run_command([*convert, "build/budget.xlsx"], timeout_s=110)
+    assert result.ok, (result.reason, result.stderr_summary)
+    rows = list(csv.reader(io.StringIO(box.job.read_file("recalc/budget.csv").decode("utf-8"))))
+    assert rows[0] == ["Item", "Q1", "Q2", "Total", "Share"]
+    computed = {row[0]: [float(x) for x in row[1:4]] for row in rows[1:]}
+    assert computed["Tools"] == pytest.approx([99.5, 199, 298.5])
+    assert computed["Sum"] == pytest.approx([1600, 1849, 3449])
+    shares = [float(row[4].rstrip("%")) / (100 if row[4].endswith("%") else 1) for row in rows[1:4]]
+    assert sum(shares) == pytest.approx(1.0, abs=0.01)
 
 
 def test_the_workbook_asks_spreadsheet_apps_to_recalculate_on_open_and_carries_style_and_chart(budget):
