@@ -96,3 +96,7 @@ class ValidationRulesError(ConfigError):
 
 class WorkflowError(OrchestratorError):
     """The Plan / Act / Reflect workflow could not go on."""
+
+
+class DeployError(OrchestratorError):
+    """The compose stack's images or host folders could not be prepared."""

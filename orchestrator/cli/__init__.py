@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.cli import bench, jobs, llm, run, sandbox, skills, validate
+from orchestrator.cli import bench, compose, jobs, llm, run, sandbox, skills, validate
 from orchestrator.cli.common import CliState
 
 app = typer.Typer(
@@ -43,6 +43,9 @@ def _root(
 app.add_typer(skills.app, name="skills", help="List and inspect skills (L1 index, L2 body, L3 references).")
 app.add_typer(
     sandbox.app, name="sandbox", help="Run scripts in the Docker sandbox; build its image; reap orphans."
+)
+app.add_typer(
+    compose.app, name="compose", help="Prepare the compose stack: build its images, write the host settings (.env)."
 )
 app.add_typer(bench.app, name="bench", help="Benchmarks that print JSON with side-by-side ratios.")
 app.command("run", help="Run a goal end to end (Plan -> Act -> Reflect) in this process.")(run.run_goal)

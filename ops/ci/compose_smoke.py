@@ -1,0 +1,283 @@
+"""CI smoke suite on the compose stack: what a producer and an operator do, end to end, on the real images.
+
+Builds the images (skipped when up to date), brings the stack up under a project name of its own with free
+loopback ports, submits a small batch of goals through the producer (``submit --wait``) on this host against the
+stack's redis, requires every job ``done`` with its artifacts on disk, checks that Flower's API lists the tasks
+and that Flower's tasks page, loaded in headless Chromium, shows their names; then ``down -v``, always.
+Prints one line ``compose smoke: PASS ...`` or ``compose smoke: FAIL ...`` and exits 0 or 1.
+
+Run from the repository root after ``bash ops/setup.sh``: ``.venv/bin/python ops/ci/compose_smoke.py``.
+Options (environment): ``SMOKE_MODEL=server`` (default: the compose scripted-llm server, one scenario per model
+name, ``openai:NAME``) or ``SMOKE_MODEL=inprocess`` (``scripted:PATH``, a scenario server inside the worker);
+``SMOKE_KEEP=1`` leaves the stack up for a look.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+PY = str(ROOT / ".venv" / "bin" / "python")
+TASK_NAMES = ("orchestrator.plan", "orchestrator.act", "orchestrator.reflect")
+# (scenario, goal line text, files the job must produce)
+GOALS = [
+    ("brand-json", "Give me our brand rules as a machine-readable brand.json", ["brand.json"]),
+    ("brand-deck", "Make a 5-slide deck on Q3 results that follows our brand guidelines", ["brand.json", "deck.pptx"]),
+    ("brand-json", "Give me our brand rules as a machine-readable brand.json", ["brand.json"]),
+    ("brand-deck", "Make a 5-slide deck on Q3 results that follows our brand guidelines", ["brand.json", "deck.pptx"]),
+]
+WAIT_S = 900
+
+
+class SmokeFailure(Exception):
+    pass
+
+
+def say(text: str) -> None:
+    print(f"[smoke {time.strftime('%H:%M:%S')}] {text}", flush=True)
+
+
+def run(argv: list[str], *, env: dict[str, str] | None = None, timeout: float = 900, check: bool = True) -> str:
+    say("$ " + " ".join(argv))
+    done = subprocess.run(argv, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False)
+    if check and done.returncode != 0:
+        raise SmokeFailure(
+            f"{argv[0]} {argv[1] if len(argv) > 1 else ''} exited {done.returncode}: "
+            f"{done.stderr.strip()[-3000:]}\n{done.stdout.strip()[-2000:]}"
+        )
+    return done.stdout
+
+
+def compose_command() -> list[str]:
+    """``docker compose`` (v2 plugin) when present, else Debian's ``docker-compose`` 1.29."""
+    probe = subprocess.run(["docker", "compose", "version"], capture_output=True, text=True, check=False)
+    if probe.returncode == 0:
+        return ["docker", "compose"]
+    if shutil.which("docker-compose"):
+        return ["docker-compose"]
+    raise SmokeFailure("neither `docker compose` nor `docker-compose` is installed (bash ops/setup.sh installs it)")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def ensure_chromium() -> str:
+    for name in ("chromium", "chromium-browser"):
+        if path := shutil.which(name):
+            return path
+    say("installing Debian's chromium (apt-get)")
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    sudo = [] if os.geteuid() == 0 else ["sudo"]
+    run([*sudo, "apt-get", "update", "-qq"], env=env)
+    run([*sudo, "apt-get", "install", "-y", "-qq", "chromium"], env=env)
+    path = shutil.which("chromium")
+    if not path:
+        raise SmokeFailure("chromium is still missing after apt-get install")
+    return path
+
+
+def http_get(url: str, auth: str, timeout: float = 10) -> tuple[int, bytes]:
+    request = urllib.request.Request(
+        url, headers={"Authorization": "Basic " + base64.b64encode(auth.encode()).decode()}
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            return response.status, response.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def wait_for(what: str, probe: Any, timeout_s: float) -> Any:
+    deadline = time.monotonic() + timeout_s
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = probe()
+            if last:
+                return last
+        except (OSError, ValueError) as e:
+            last = e
+        time.sleep(1)
+    raise SmokeFailure(f"{what} not ready after {timeout_s:.0f} s (last: {last!r})")
+
+
+# -- the checks ----------------------------------------------------------------------------------------------------
+
+
+def goal_lines(run_id: str, mode: str) -> list[dict[str, Any]]:
+    lines = []
+    for i, (scenario, goal, _files) in enumerate(GOALS, 1):
+        model = f"openai:{scenario}" if mode == "server" else f"scripted:{ROOT / 'ops' / 'scenarios' / scenario}.yaml"
+        lines.append({"goal": goal, "model": model, "job_id": f"{run_id}-{i}"})
+    return lines
+
+
+def check_jobs(env: dict[str, str], lines: list[dict[str, Any]], output_root: Path) -> list[str]:
+    problems = []
+    for line, (_scenario, _goal, files) in zip(lines, GOALS, strict=True):
+        job_id = line["job_id"]
+        job = json.loads(run([PY, "-m", "orchestrator", "jobs", job_id, "--json"], env=env))
+        if job.get("state") != "done":
+            result = job.get("result") or {}
+            why = json.dumps(result.get("error") or result.get("unmet"))[:600]
+            problems.append(f"job {job_id} is {job.get('state')!r}, not done: {why}")
+            continue
+        folder = output_root / job_id
+        for name in files:
+            path = folder / name
+            if not path.is_file() or path.stat().st_size == 0:
+                problems.append(f"job {job_id}: {path} is missing or empty")
+        listed = {Path(str(a.get("path", ""))).name for a in job.get("artifacts") or [] if isinstance(a, dict)}
+        if missing := [n for n in files if n not in listed]:
+            problems.append(f"job {job_id}: the ledger lists no artifact {missing} (it lists {sorted(listed)})")
+        if "deck.pptx" in files and (folder / "deck.pptx").is_file():
+            from pptx import Presentation
+
+            slides = len(Presentation(str(folder / "deck.pptx")).slides)
+            if slides != 5:
+                problems.append(f"job {job_id}: deck.pptx has {slides} slides, not 5")
+    return problems
+
+
+def check_flower_api(base: str, auth: str, job_ids: list[str]) -> tuple[list[str], dict[str, Any]]:
+    status, body = http_get(f"{base}/api/tasks", "nobody:wrong")
+    problems = [] if status == 401 else [f"Flower's API answered {status} without the right basic auth (want 401)"]
+    status, body = http_get(f"{base}/api/tasks", auth)
+    if status != 200:
+        return [*problems, f"Flower's /api/tasks answered {status}: {body[:300]!r}"], {}
+    tasks: dict[str, Any] = json.loads(body)
+    names = {t.get("name") for t in tasks.values()}
+    if missing := [n for n in TASK_NAMES if n not in names]:
+        problems.append(f"Flower lists no {missing} task (names seen: {sorted(map(str, names))})")
+    for job_id in job_ids:
+        mine = [t for t in tasks.values() if job_id in json.dumps([t.get("args"), t.get("kwargs")])]
+        if not mine:
+            problems.append(f"Flower lists no task whose arguments name job {job_id}")
+        elif bad := [t for t in mine if t.get("state") != "SUCCESS"]:
+            problems.append(
+                f"job {job_id}: Flower shows tasks not in SUCCESS: {[(t['name'], t['state']) for t in bad]}"
+            )
+    return problems, tasks
+
+
+def check_flower_page(chromium: str, base: str, auth: str, job_ids: list[str]) -> list[str]:
+    user, _, password = auth.partition(":")
+    host = base.removeprefix("http://")
+    profile = tempfile.mkdtemp(prefix="smoke-chromium-")
+    argv = [
+        chromium,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--no-first-run",
+        f"--user-data-dir={profile}",
+        "--virtual-time-budget=15000",
+        "--dump-dom",
+        f"http://{user}:{password}@{host}/tasks",
+    ]
+    try:
+        dom = run(argv, timeout=180)
+    finally:
+        shutil.rmtree(profile, ignore_errors=True)
+    problems = []
+    if missing := [n for n in TASK_NAMES if n not in dom]:
+        problems.append(f"Flower's tasks page in Chromium shows no {missing} ({len(dom)} characters of DOM)")
+    if not any(job_id in dom for job_id in job_ids):
+        problems.append("Flower's tasks page in Chromium shows none of the batch's job ids in the task arguments")
+    return problems
+
+
+# -- the run --------------------------------------------------------------------------------------------------------
+
+
+def main() -> int:
+    started = time.monotonic()
+    mode = os.environ.get("SMOKE_MODEL", "server")
+    run_id = f"smoke-{int(time.time())}-{secrets.token_hex(2)}"
+    workdir = Path(tempfile.mkdtemp(prefix="compose-smoke-", dir=os.environ.get("SMOKE_TMP")))
+    compose = compose_command()
+    auth = f"smoke:{secrets.token_urlsafe(12)}"
+    redis_port, flower_port = free_port(), free_port()
+    env = {
+        **os.environ,
+        "COMPOSE_PROJECT_NAME": run_id.replace("-", ""),
+        "ORCH_REDIS_PORT": str(redis_port),
+        "ORCH_FLOWER_PORT": str(flower_port),
+        "ORCH_FLOWER_AUTH": auth,
+        "ORCH_BROKER_URL": f"redis://127.0.0.1:{redis_port}/0",
+    }
+    output_root = workdir / "out"
+    host_env = json.loads(
+        run([PY, "-m", "orchestrator", "compose", "env", "--output-root", str(output_root), "--json"])
+    )
+    env.update({k: str(v) for k, v in host_env.items()})
+    env["ORCH_OUTPUT_ROOT"] = str(output_root)
+    stack_up = False
+    try:
+        chromium = ensure_chromium()
+        run([PY, "-m", "orchestrator", "sandbox", "build-image"], timeout=1800)
+        built = time.monotonic()
+        run([PY, "-m", "orchestrator", "compose", "build-images"], timeout=1800)
+        say(f"images ready in {time.monotonic() - built:.0f} s")
+        stack_up = True
+        run([*compose, "up", "-d"], env=env, timeout=300)
+        base = f"http://127.0.0.1:{flower_port}"
+        wait_for("Flower", lambda: http_get(f"{base}/api/workers", auth)[0] == 200, 120)
+        lines = goal_lines(run_id, mode)
+        goals = workdir / "goals.jsonl"
+        goals.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+        submitted = time.monotonic()
+        run([PY, "-m", "orchestrator", "submit", str(goals), "--wait", "--json"], env=env, timeout=WAIT_S)
+        say(f"batch of {len(lines)} goals finished in {time.monotonic() - submitted:.1f} s")
+        job_ids = [line["job_id"] for line in lines]
+        problems = check_jobs(env, lines, output_root)
+        api_problems, tasks = check_flower_api(base, auth, job_ids)
+        problems += api_problems
+        problems += check_flower_page(chromium, base, auth, job_ids)
+        if problems:
+            raise SmokeFailure("; ".join(problems))
+        elapsed = time.monotonic() - started
+        print(
+            f"compose smoke: PASS ({len(lines)} jobs done with their artifacts, Flower lists {len(tasks)} tasks "
+            f"in its API and its tasks page, {' '.join(compose)}, model {mode}) in {elapsed:.0f} s",
+            flush=True,
+        )
+        return 0
+    except (SmokeFailure, subprocess.TimeoutExpired, OSError) as e:
+        if stack_up:
+            logs = subprocess.run([*compose, "logs", "--tail", "60"], cwd=ROOT, env=env, capture_output=True, text=True)
+            print(logs.stdout[-12000:], file=sys.stderr)
+        print(f"compose smoke: FAIL after {time.monotonic() - started:.0f} s: {e}", flush=True)
+        return 1
+    finally:
+        if stack_up and not os.environ.get("SMOKE_KEEP"):
+            subprocess.run(
+                [*compose, "down", "-v", "--remove-orphans"], cwd=ROOT, env=env, capture_output=True, timeout=300
+            )
+        if not os.environ.get("SMOKE_KEEP"):
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    signal.signal(signal.SIGTERM, lambda signum, _frame: sys.exit(128 + signum))
+    sys.exit(main())

@@ -1,0 +1,98 @@
+"""CLI: prepare the compose stack (``compose build-images``, ``compose env``)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from orchestrator.cli.common import emit_json, fail, state
+from orchestrator.deploy import hostenv
+from orchestrator.deploy.images import ROLES, build_images, project_root
+from orchestrator.errors import OrchestratorError
+from orchestrator.sandbox.engine import connect
+
+app = typer.Typer(no_args_is_help=True)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+
+
+@app.command(
+    "build-images",
+    help="Build the compose stack's images (orchestrator-app, orchestrator-redis) without a registry; each is "
+    "skipped when an image with the same content hash exists.",
+)
+def build_images_cmd(
+    ctx: typer.Context,
+    base: Annotated[
+        str, typer.Option("--base", help="auto | debootstrap (no registry) | public (debian:bookworm-slim).")
+    ] = "auto",
+    only: Annotated[
+        list[str] | None, typer.Option("--only", help="Build only this image: app or redis (repeatable).")
+    ] = None,
+    force: Annotated[bool, typer.Option("--force", help="Rebuild even if the same content is built.")] = False,
+    wheelhouse: Annotated[
+        Path | None,
+        typer.Option("--wheelhouse", help="Folder with the project's wheel and all its dependencies (air-gapped)."),
+    ] = None,
+    rootfs: Annotated[Path | None, typer.Option("--rootfs", help="Debian rootfs folder to import.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    if base not in ("auto", "debootstrap", "public"):
+        raise typer.BadParameter("--base must be auto, debootstrap or public")
+    roles = tuple(only or ROLES)
+    if unknown := [r for r in roles if r not in ROLES]:
+        raise typer.BadParameter(f"--only takes {' or '.join(ROLES)}, not {', '.join(unknown)}")
+
+    def say(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    try:
+        settings = state(ctx).settings()
+        result = build_images(
+            connect(),
+            cache_dir=settings.cache_dir,
+            base=base,  # type: ignore[arg-type]
+            roles=roles,  # type: ignore[arg-type]
+            force=force,
+            wheelhouse=wheelhouse,
+            rootfs=rootfs,
+            say=say if not as_json else (lambda _t: None),
+        )
+    except OrchestratorError as e:
+        fail(e, as_json=as_json)
+    if as_json:
+        emit_json(result)
+        return
+    for image in result.images:
+        verb = "built" if image.built else "up to date"
+        typer.echo(f"{image.image} {verb} ({image.base}: {image.base_image}) in {image.duration_ms} ms")
+
+
+@app.command(
+    "env",
+    help="Print the host paths, user and Docker socket group compose.yaml needs; --write puts them in .env.",
+)
+def env_cmd(
+    ctx: typer.Context,
+    write: Annotated[bool, typer.Option("--write", help="Write them to .env beside compose.yaml.")] = False,
+    output_root: Annotated[
+        Path | None, typer.Option("--output-root", help="Shared output root (default: out/jobs in the checkout).")
+    ] = None,
+    skills: Annotated[Path | None, typer.Option("--skills", help="Skills folder (default: skills/).")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    try:
+        settings = state(ctx).settings()
+        root = project_root()
+        env = hostenv.compute(root, cache_dir=settings.cache_dir, output_root=output_root, skills=skills)
+        if write:
+            hostenv.write(env, root / ".env")
+    except OrchestratorError as e:
+        fail(e, as_json=as_json)
+    if as_json:
+        emit_json(env)
+    else:
+        typer.echo("\n".join(env.lines()))

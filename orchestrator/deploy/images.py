@@ -1,0 +1,317 @@
+"""Building the images of the compose stack without a registry: the app image and the redis image.
+
+Both are built like the sandbox image (:mod:`orchestrator.sandbox.image`): one Dockerfile per image under
+``ops/images/`` with ``ARG BASE_IMAGE``, built on a public Debian image where a registry can be reached or on the
+debootstrap base (``docker import``) where it cannot. The app image installs the project from a wheelhouse made on
+the host (``pip wheel`` of the project, ``pip download`` of its dependencies for the image's CPython), never from
+PyPI inside the build. Each build is skipped when an image labelled with the same content hash exists: the hash
+covers the Dockerfile, the base and, for the app image, the project's package sources and ``pyproject.toml``.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import hashlib
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import tomllib
+import zipfile
+from pathlib import Path
+from typing import Literal
+
+import docker
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
+from pydantic import BaseModel, Field
+
+from orchestrator.errors import DeployError
+from orchestrator.logs import get_logger
+from orchestrator.sandbox.engine import docker_errors
+from orchestrator.sandbox.image import (
+    IMAGE_PYTHON,
+    BaseChoice,
+    Progress,
+    _image_id,
+    _remove_quietly,
+    _split_ref,
+    _stream_build,
+    ensure_debootstrap_base,
+    ensure_public_base,
+    resolve_base,
+)
+
+log = get_logger(__name__)
+
+Role = Literal["app", "redis"]
+ROLES: tuple[Role, ...] = ("app", "redis")
+DEFAULT_TAGS: dict[Role, str] = {"app": "orchestrator-app:latest", "redis": "orchestrator-redis:latest"}
+LABEL_HASH = "org.orchestrator.compose.content-hash"
+LABEL_ROLE = "org.orchestrator.compose.image"
+PROJECT_WHEEL = "skills_orchestrator-*.whl"
+# The image's python3 is Debian bookworm's CPython 3.11.2 on glibc 2.36: wheels for any manylinux up to that glibc.
+# The full version matters: dependencies carry markers such as ``python_full_version < "3.11.3"``.
+IMAGE_PYTHON_FULL = "3.11.2"
+GLIBC = (2, 36)
+
+
+class ComposeImage(BaseModel):
+    """Outcome of building (or finding) one image of the compose stack."""
+
+    role: Role
+    image: str
+    image_id: str
+    content_hash: str
+    base: Literal["public", "debootstrap"]
+    base_image: str
+    built: bool = Field(..., description="False when an image with the same content hash was already present")
+    duration_ms: int
+
+
+class ComposeImages(BaseModel):
+    """Outcome of ``compose build-images``."""
+
+    images: list[ComposeImage]
+    duration_ms: int
+
+
+def project_root() -> Path:
+    return Path(__file__).resolve().parents[2]
+
+
+def definition_dir(role: Role, root: Path | None = None) -> Path:
+    folder = (root or project_root()) / "ops" / "images" / role
+    if not (folder / "Dockerfile").is_file():
+        raise DeployError(
+            f"the {role} image definition is not at {folder}",
+            where="compose:build-images",
+            next_step="run from a checkout of the repository",
+        )
+    return folder
+
+
+def project_files(root: Path) -> list[Path]:
+    """The files that end up in the project's wheel and change what it does (the README only feeds metadata)."""
+    package = root / "orchestrator"
+    files = [
+        p
+        for p in package.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and p.suffix not in (".pyc", ".pyo")
+    ]
+    return sorted([root / "pyproject.toml", *files])
+
+
+def content_hash(role: Role, root: Path, *, base: str, base_image: str) -> str:
+    digest = hashlib.sha256()
+    folder = definition_dir(role, root)
+    inputs = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix != ".md")
+    if role == "app":
+        inputs += project_files(root)
+    for path in inputs:
+        digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    digest.update(f"role={role};base={base};image={base_image}".encode())
+    return digest.hexdigest()[:32]
+
+
+# -- wheelhouse ---------------------------------------------------------------------------------------------------
+
+
+def platform_args() -> list[str]:
+    """``--platform`` flags for every manylinux tag bookworm's glibc accepts (pip does not expand ``_2_NN`` tags)."""
+    machine = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(), platform.machine().lower())
+    tags = [f"manylinux_{GLIBC[0]}_{minor}_{machine}" for minor in range(GLIBC[1], 16, -1)]
+    tags.append(f"manylinux2014_{machine}")  # pip expands this legacy tag to manylinux2010 and manylinux1
+    return [arg for tag in tags for arg in ("--platform", tag)]
+
+
+def _pip(argv: list[str], say: Progress, what: str) -> None:
+    say(what)
+    done = subprocess.run([sys.executable, "-m", "pip", *argv], capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise DeployError(
+            f"{what} failed: {done.stderr.strip()[-2000:] or done.stdout.strip()[-2000:]}",
+            where="compose:build-images",
+            next_step="make a wheelhouse on a connected machine (see README) and pass --wheelhouse DIR",
+            retryable=True,
+        )
+
+
+def dependencies_key(root: Path) -> str:
+    """A key for the dependency wheels: the project's declared dependencies and the target platform."""
+    project = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+    text = "\n".join(sorted(project.get("dependencies", []))) + f"\n{IMAGE_PYTHON_FULL} " + " ".join(platform_args())
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def image_environment() -> dict[str, str]:
+    """Marker values of the image's interpreter (bookworm's CPython on Linux)."""
+    return {
+        "python_version": IMAGE_PYTHON_FULL.rsplit(".", 1)[0],
+        "python_full_version": IMAGE_PYTHON_FULL,
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+        "sys_platform": "linux",
+        "os_name": "posix",
+        "platform_system": "Linux",
+        "platform_machine": platform.machine(),
+        "extra": "",
+    }
+
+
+def missing_requirements(folder: Path) -> list[str]:
+    """Requirements of the wheels in ``folder`` that apply in the image but that no wheel there provides."""
+    present: dict[str, list[Requirement]] = {}
+    for wheel in folder.glob("*.whl"):
+        with zipfile.ZipFile(wheel) as archive:
+            name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+            metadata = email.parser.HeaderParser().parsestr(archive.read(name).decode("utf-8", "replace"))
+        requires = [Requirement(text) for text in metadata.get_all("Requires-Dist") or []]
+        present[canonicalize_name(metadata["Name"])] = requires
+    environment = image_environment()
+    wanted: set[str] = set()
+    for requires in present.values():
+        for req in requires:
+            if canonicalize_name(req.name) in present or not (req.marker is None or req.marker.evaluate(environment)):
+                continue
+            req.marker = None
+            wanted.add(str(req))
+    return sorted(wanted)
+
+
+def build_wheelhouse(root: Path, cache_dir: Path, target: Path, say: Progress, given: Path | None = None) -> None:
+    """Fill ``target`` with the project's wheel and every dependency wheel for the image's CPython.
+
+    ``given`` (air-gapped installs) must already hold all of them. Otherwise the project is built with ``pip
+    wheel`` and its dependencies are fetched once with ``pip download`` into a cache keyed by
+    :func:`dependencies_key`, so a source change rebuilds only the project's own wheel.
+    """
+    target.mkdir(parents=True, exist_ok=True)
+    if given is not None:
+        if not any(given.glob(PROJECT_WHEEL)):
+            raise DeployError(
+                f"no {PROJECT_WHEEL} in {given}",
+                where="compose:build-images",
+                next_step="pip wheel --no-deps -w DIR . (and the dependencies, see README), then --wheelhouse DIR",
+            )
+        for wheel in given.glob("*.whl"):
+            shutil.copy2(wheel, target / wheel.name)
+        return
+    _pip(["wheel", "--quiet", "--no-deps", "--wheel-dir", str(target), str(root)], say, "pip wheel of the project")
+    project_wheel = next(target.glob(PROJECT_WHEEL))
+    deps = cache_dir / "wheelhouse-app" / dependencies_key(root)
+    if not (deps / ".complete").exists():
+        staging = Path(tempfile.mkdtemp(prefix="wheelhouse-app-"))
+        abi = IMAGE_PYTHON[1]
+        argv = ["download", "--quiet", "--only-binary=:all:", *platform_args(), "--python-version", IMAGE_PYTHON_FULL]
+        argv += ["--implementation", "cp", "--abi", abi, "--dest", str(staging), str(project_wheel)]
+        try:
+            _pip(argv, say, "pip download of the project's dependencies for the image")
+            # pip evaluates markers against the host's Python, not the image's: fetch what the image also needs.
+            for _round in range(5):
+                missing = missing_requirements(staging)
+                if not missing:
+                    break
+                _pip([*argv[:-1], *missing], say, f"pip download of {', '.join(missing)} for the image's Python")
+        except DeployError:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        for own in staging.glob(PROJECT_WHEEL):
+            own.unlink()
+        (staging / ".complete").touch()
+        deps.parent.mkdir(parents=True, exist_ok=True)
+        if deps.exists():
+            shutil.rmtree(deps)
+        shutil.move(str(staging), deps)
+    for wheel in deps.glob("*.whl"):
+        shutil.copy2(wheel, target / wheel.name)
+
+
+# -- build --------------------------------------------------------------------------------------------------------
+
+
+def _find_by_hash(client: docker.DockerClient, digest: str) -> str | None:
+    images = client.api.images(filters={"label": f"{LABEL_HASH}={digest}"})
+    return images[0]["Id"] if images else None
+
+
+def build_one(
+    client: docker.DockerClient,
+    role: Role,
+    *,
+    cache_dir: Path,
+    base: tuple[str, str],
+    tag: str | None = None,
+    force: bool = False,
+    wheelhouse: Path | None = None,
+    say: Progress = lambda _text: None,
+) -> ComposeImage:
+    """Build (or find by content hash) one image and tag it ``tag`` (default :data:`DEFAULT_TAGS`)."""
+    started = time.perf_counter()
+    root = project_root()
+    image = tag or DEFAULT_TAGS[role]
+    kind, base_image = base
+    digest = content_hash(role, root, base=kind, base_image=base_image)
+    outcome = {"role": role, "image": image, "content_hash": digest, "base": kind, "base_image": base_image}
+    existing = None if force else _find_by_hash(client, digest)
+    if existing is not None:
+        client.api.tag(existing, *_split_ref(image))
+        say(f"{image} is up to date (content hash {digest})")
+        return ComposeImage(**outcome, image_id=existing, built=False, duration_ms=_ms(started))
+    with tempfile.TemporaryDirectory(prefix=f"compose-{role}-") as context:
+        folder = definition_dir(role, root)
+        for path in folder.iterdir():
+            if path.is_file() and path.suffix != ".md":
+                shutil.copy2(path, Path(context) / path.name)
+        if role == "app":
+            build_wheelhouse(root, cache_dir, Path(context) / "wheelhouse", say, wheelhouse)
+        say(f"building {image} on {base_image} ({kind})")
+        previous = _image_id(client, image)
+        built = _stream_build(
+            client,
+            say,
+            path=context,
+            tag=image,
+            buildargs={"BASE_IMAGE": base_image},
+            labels={LABEL_HASH: digest, LABEL_ROLE: role, "org.orchestrator.base": kind},
+            pull=False,
+            nocache=force,
+        )
+    if previous and previous != built:
+        _remove_quietly(client, previous)
+    log.info("compose.image_built", image=image, role=role, base=kind, duration_ms=_ms(started))
+    return ComposeImage(**outcome, image_id=built, built=True, duration_ms=_ms(started))
+
+
+def build_images(
+    client: docker.DockerClient,
+    *,
+    cache_dir: Path,
+    base: BaseChoice = "auto",
+    roles: tuple[Role, ...] = ROLES,
+    force: bool = False,
+    wheelhouse: Path | None = None,
+    rootfs: Path | None = None,
+    say: Progress = lambda _text: None,
+) -> ComposeImages:
+    """Build every image of the compose stack on one base (made first when it is the debootstrap one)."""
+    started = time.perf_counter()
+    with docker_errors("compose:build-images"):
+        kind, base_image = resolve_base(client, base, say)
+        if kind == "debootstrap":
+            ensure_debootstrap_base(client, cache_dir, say, rootfs)
+        else:
+            ensure_public_base(client, say)
+        images = [
+            build_one(
+                client, role, cache_dir=cache_dir, base=(kind, base_image), force=force, wheelhouse=wheelhouse, say=say
+            )
+            for role in roles
+        ]
+    return ComposeImages(images=images, duration_ms=_ms(started))
+
+
+def _ms(started: float) -> int:
+    return int((time.perf_counter() - started) * 1000)
