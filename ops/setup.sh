@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up everything this project needs on a fresh Debian/Ubuntu machine, idempotently:
 #   Debian packages (docker.io, redis-server, debootstrap, docker-compose, npm), a running dockerd and redis-server,
-#   the virtual environment .venv/ with the project installed, and the sandbox image.
+#   the virtual environment .venv/ with the project installed, the sandbox image, and for the compose stack
+#   (compose.yaml) its images and the host settings in .env.
 # Run as root (or with passwordless sudo). Safe to run again: finished steps are skipped.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -63,4 +64,13 @@ log "installing the project into .venv"
 
 log "building the sandbox image (skipped when up to date)"
 .venv/bin/python -m orchestrator sandbox build-image
+
+log "building the compose stack's images (skipped when up to date)"
+.venv/bin/python -m orchestrator compose build-images
+if [ ! -e .env ] || grep -q '^# Written by `python -m orchestrator compose env --write`' .env; then
+  .venv/bin/python -m orchestrator compose env --write >/dev/null
+  echo "compose settings written to .env (docker-compose up -d starts the stack)"
+else
+  echo "note: .env was not written by this project; add the lines of \`python -m orchestrator compose env\` to it"
+fi
 echo "setup done"

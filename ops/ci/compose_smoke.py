@@ -30,6 +30,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from pptx import Presentation
+
 ROOT = Path(__file__).resolve().parents[2]
 PY = str(ROOT / ".venv" / "bin" / "python")
 TASK_NAMES = ("orchestrator.plan", "orchestrator.act", "orchestrator.reflect")
@@ -129,30 +131,36 @@ def goal_lines(run_id: str, mode: str) -> list[dict[str, Any]]:
     return lines
 
 
-def check_jobs(env: dict[str, str], lines: list[dict[str, Any]], output_root: Path) -> list[str]:
+def check_jobs(
+    env: dict[str, str], lines: list[dict[str, Any]], summary: dict[str, Any], output_root: Path
+) -> list[str]:
+    """Every job done with its files on disk; ``summary`` is ``submit --wait --json``'s, one job read with ``jobs``."""
     problems = []
+    if summary.get("rejected"):
+        problems.append(f"submit rejected lines: {summary['rejected']}")
+    by_id = {job["job_id"]: job for job in summary.get("jobs") or []}
     for line, (_scenario, _goal, files) in zip(lines, GOALS, strict=True):
         job_id = line["job_id"]
-        job = json.loads(run([PY, "-m", "orchestrator", "jobs", job_id, "--json"], env=env))
+        job = by_id.get(job_id) or {}
         if job.get("state") != "done":
-            result = job.get("result") or {}
-            why = json.dumps(result.get("error") or result.get("unmet"))[:600]
-            problems.append(f"job {job_id} is {job.get('state')!r}, not done: {why}")
+            problems.append(f"job {job_id} is {job.get('state')!r}, not done: {str(job.get('reason'))[:600]}")
             continue
         folder = output_root / job_id
         for name in files:
             path = folder / name
             if not path.is_file() or path.stat().st_size == 0:
                 problems.append(f"job {job_id}: {path} is missing or empty")
-        listed = {Path(str(a.get("path", ""))).name for a in job.get("artifacts") or [] if isinstance(a, dict)}
+        listed = {Path(str(path)).name for path in job.get("artifacts") or []}
         if missing := [n for n in files if n not in listed]:
             problems.append(f"job {job_id}: the ledger lists no artifact {missing} (it lists {sorted(listed)})")
         if "deck.pptx" in files and (folder / "deck.pptx").is_file():
-            from pptx import Presentation
-
             slides = len(Presentation(str(folder / "deck.pptx")).slides)
             if slides != 5:
                 problems.append(f"job {job_id}: deck.pptx has {slides} slides, not 5")
+    last = lines[-1]["job_id"]
+    record = json.loads(run([PY, "-m", "orchestrator", "jobs", last, "--json"], env=env))
+    if record.get("job_id") != last or record.get("state") != "done" or "result" not in record:
+        problems.append(f"`jobs {last} --json` does not show the job done with its result: {str(record)[:400]}")
     return problems
 
 
@@ -177,9 +185,7 @@ def check_flower_api(base: str, auth: str, job_ids: list[str]) -> tuple[list[str
     return problems, tasks
 
 
-def check_flower_page(chromium: str, base: str, auth: str, job_ids: list[str]) -> list[str]:
-    user, _, password = auth.partition(":")
-    host = base.removeprefix("http://")
+def dump_dom(chromium: str, url: str) -> str:
     profile = tempfile.mkdtemp(prefix="smoke-chromium-")
     argv = [
         chromium,
@@ -191,19 +197,36 @@ def check_flower_page(chromium: str, base: str, auth: str, job_ids: list[str]) -
         "--disable-sync",
         "--no-first-run",
         f"--user-data-dir={profile}",
+        # Flower's tasks table is filled by JavaScript from its API: let the page's scripts and requests finish.
         "--virtual-time-budget=15000",
         "--dump-dom",
-        f"http://{user}:{password}@{host}/tasks",
+        url,
     ]
     try:
-        dom = run(argv, timeout=180)
+        return run(argv, timeout=180)
     finally:
         shutil.rmtree(profile, ignore_errors=True)
+
+
+def check_flower_page(chromium: str, base: str, auth: str, tasks: dict[str, Any], job_ids: list[str]) -> list[str]:
+    """The tasks page lists every task of the batch by name; a task's page shows its readable arguments."""
+    credentials_base = base.replace("http://", f"http://{auth}@", 1)
+    dom = dump_dom(chromium, f"{credentials_base}/tasks")
     problems = []
     if missing := [n for n in TASK_NAMES if n not in dom]:
         problems.append(f"Flower's tasks page in Chromium shows no {missing} ({len(dom)} characters of DOM)")
-    if not any(job_id in dom for job_id in job_ids):
-        problems.append("Flower's tasks page in Chromium shows none of the batch's job ids in the task arguments")
+    mine = {
+        uuid: t for uuid, t in tasks.items() if any(j in json.dumps([t.get("args"), t.get("kwargs")]) for j in job_ids)
+    }
+    if absent := [uuid for uuid in mine if uuid not in dom]:
+        problems.append(f"Flower's tasks page in Chromium lacks {len(absent)} of the batch's {len(mine)} tasks")
+    acts = [(uuid, t) for uuid, t in mine.items() if t.get("name") == "orchestrator.act"]
+    if acts:
+        uuid, task = acts[0]
+        page = dump_dom(chromium, f"{credentials_base}/task/{uuid}")
+        job = next(j for j in job_ids if j in json.dumps([task.get("args"), task.get("kwargs")]))
+        if f"job={job}" not in page or "skill=" not in page:
+            problems.append(f"Flower's page of task {uuid} does not show its arguments as job=... step=... skill=...")
     return problems
 
 
@@ -247,13 +270,20 @@ def main() -> int:
         goals = workdir / "goals.jsonl"
         goals.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
         submitted = time.monotonic()
-        run([PY, "-m", "orchestrator", "submit", str(goals), "--wait", "--json"], env=env, timeout=WAIT_S)
+        summary = json.loads(
+            run(
+                [PY, "-m", "orchestrator", "submit", str(goals), "--wait", "--json"],
+                env=env,
+                timeout=WAIT_S,
+                check=False,
+            )
+        )
         say(f"batch of {len(lines)} goals finished in {time.monotonic() - submitted:.1f} s")
         job_ids = [line["job_id"] for line in lines]
-        problems = check_jobs(env, lines, output_root)
+        problems = check_jobs(env, lines, summary, output_root)
         api_problems, tasks = check_flower_api(base, auth, job_ids)
         problems += api_problems
-        problems += check_flower_page(chromium, base, auth, job_ids)
+        problems += check_flower_page(chromium, base, auth, tasks, job_ids)
         if problems:
             raise SmokeFailure("; ".join(problems))
         elapsed = time.monotonic() - started
@@ -263,7 +293,7 @@ def main() -> int:
             flush=True,
         )
         return 0
-    except (SmokeFailure, subprocess.TimeoutExpired, OSError) as e:
+    except Exception as e:  # noqa: BLE001 - any failure is reported as the one FAIL line
         if stack_up:
             logs = subprocess.run([*compose, "logs", "--tail", "60"], cwd=ROOT, env=env, capture_output=True, text=True)
             print(logs.stdout[-12000:], file=sys.stderr)

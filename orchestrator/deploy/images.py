@@ -181,14 +181,16 @@ def missing_requirements(folder: Path) -> list[str]:
     return sorted(wanted)
 
 
-def build_wheelhouse(root: Path, cache_dir: Path, target: Path, say: Progress, given: Path | None = None) -> None:
-    """Fill ``target`` with the project's wheel and every dependency wheel for the image's CPython.
+def build_wheelhouse(root: Path, cache_dir: Path, context: Path, say: Progress, given: Path | None = None) -> None:
+    """Put the project's wheel in ``context/project`` and every dependency wheel in ``context/wheelhouse``.
 
     ``given`` (air-gapped installs) must already hold all of them. Otherwise the project is built with ``pip
     wheel`` and its dependencies are fetched once with ``pip download`` into a cache keyed by
-    :func:`dependencies_key`, so a source change rebuilds only the project's own wheel.
+    :func:`dependencies_key`, so a source change rebuilds only the project's own wheel (and image layer).
     """
-    target.mkdir(parents=True, exist_ok=True)
+    project, wheelhouse = context / "project", context / "wheelhouse"
+    project.mkdir(parents=True, exist_ok=True)
+    wheelhouse.mkdir(parents=True, exist_ok=True)
     if given is not None:
         if not any(given.glob(PROJECT_WHEEL)):
             raise DeployError(
@@ -197,36 +199,41 @@ def build_wheelhouse(root: Path, cache_dir: Path, target: Path, say: Progress, g
                 next_step="pip wheel --no-deps -w DIR . (and the dependencies, see README), then --wheelhouse DIR",
             )
         for wheel in given.glob("*.whl"):
-            shutil.copy2(wheel, target / wheel.name)
+            own = wheel.match(PROJECT_WHEEL)
+            shutil.copy2(wheel, (project if own else wheelhouse) / wheel.name)
         return
-    _pip(["wheel", "--quiet", "--no-deps", "--wheel-dir", str(target), str(root)], say, "pip wheel of the project")
-    project_wheel = next(target.glob(PROJECT_WHEEL))
+    _pip(["wheel", "--quiet", "--no-deps", "--wheel-dir", str(project), str(root)], say, "pip wheel of the project")
+    project_wheel = next(project.glob(PROJECT_WHEEL))
     deps = cache_dir / "wheelhouse-app" / dependencies_key(root)
     if not (deps / ".complete").exists():
-        staging = Path(tempfile.mkdtemp(prefix="wheelhouse-app-"))
-        abi = IMAGE_PYTHON[1]
-        argv = ["download", "--quiet", "--only-binary=:all:", *platform_args(), "--python-version", IMAGE_PYTHON_FULL]
-        argv += ["--implementation", "cp", "--abi", abi, "--dest", str(staging), str(project_wheel)]
-        try:
-            _pip(argv, say, "pip download of the project's dependencies for the image")
-            # pip evaluates markers against the host's Python, not the image's: fetch what the image also needs.
-            for _round in range(5):
-                missing = missing_requirements(staging)
-                if not missing:
-                    break
-                _pip([*argv[:-1], *missing], say, f"pip download of {', '.join(missing)} for the image's Python")
-        except DeployError:
-            shutil.rmtree(staging, ignore_errors=True)
-            raise
-        for own in staging.glob(PROJECT_WHEEL):
-            own.unlink()
-        (staging / ".complete").touch()
-        deps.parent.mkdir(parents=True, exist_ok=True)
-        if deps.exists():
-            shutil.rmtree(deps)
-        shutil.move(str(staging), deps)
+        download_dependencies(project_wheel, deps, say)
     for wheel in deps.glob("*.whl"):
-        shutil.copy2(wheel, target / wheel.name)
+        shutil.copy2(wheel, wheelhouse / wheel.name)
+
+
+def download_dependencies(project_wheel: Path, target: Path, say: Progress) -> None:
+    """``pip download`` the dependency closure of ``project_wheel`` for the image's Python into ``target``."""
+    staging = Path(tempfile.mkdtemp(prefix="wheelhouse-app-"))
+    argv = ["download", "--quiet", "--only-binary=:all:", *platform_args(), "--python-version", IMAGE_PYTHON_FULL]
+    argv += ["--implementation", "cp", "--abi", IMAGE_PYTHON[1], "--dest", str(staging), str(project_wheel)]
+    try:
+        _pip(argv, say, "pip download of the project's dependencies for the image")
+        # pip evaluates markers against the host's Python, not the image's: fetch what the image also needs.
+        for _round in range(5):
+            missing = missing_requirements(staging)
+            if not missing:
+                break
+            _pip([*argv[:-1], *missing], say, f"pip download of {', '.join(missing)} for the image's Python")
+    except DeployError:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    for own in staging.glob(PROJECT_WHEEL):
+        own.unlink()
+    (staging / ".complete").touch()
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.move(str(staging), target)
 
 
 # -- build --------------------------------------------------------------------------------------------------------
@@ -266,7 +273,7 @@ def build_one(
             if path.is_file() and path.suffix != ".md":
                 shutil.copy2(path, Path(context) / path.name)
         if role == "app":
-            build_wheelhouse(root, cache_dir, Path(context) / "wheelhouse", say, wheelhouse)
+            build_wheelhouse(root, cache_dir, Path(context), say, wheelhouse)
         say(f"building {image} on {base_image} ({kind})")
         previous = _image_id(client, image)
         built = _stream_build(

@@ -1,0 +1,109 @@
+"""compose.yaml, read by the real Debian `docker-compose` 1.29 (`config` interpolates and validates it)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from orchestrator.deploy import hostenv
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def compose_config(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    binary = shutil.which("docker-compose")
+    if binary is None:
+        pytest.fail("docker-compose is required (bash ops/setup.sh installs Debian's docker-compose)")
+    # A copy, so a developer's .env beside the real file does not leak into the test.
+    shutil.copy(ROOT / "compose.yaml", tmp_path / "compose.yaml")
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("ORCH_", "DOCKER_GID", "COMPOSE_"))}
+    return subprocess.run(
+        [binary, "-f", str(tmp_path / "compose.yaml"), "config"],
+        cwd=tmp_path,
+        env={**clean, **env},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+@pytest.fixture
+def host_env(tmp_path: Path) -> dict[str, str]:
+    env = hostenv.compute(ROOT, cache_dir=tmp_path / "cache", output_root=tmp_path / "out")
+    return {k: str(v) for k, v in env.model_dump().items()}
+
+
+@pytest.fixture
+def config(host_env: dict[str, str], tmp_path: Path) -> dict:
+    done = compose_config(host_env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    return yaml.safe_load(done.stdout)
+
+
+def test_compose_refuses_to_start_without_the_host_settings(tmp_path: Path) -> None:
+    done = compose_config({}, tmp_path)
+    assert done.returncode != 0
+    assert "compose env --write" in done.stderr
+
+
+def test_the_file_has_no_version_key_and_only_the_four_services(config: dict) -> None:
+    raw = yaml.safe_load((ROOT / "compose.yaml").read_text())
+    assert "version" not in raw  # the Compose Specification: read by v2 and by 1.27+
+    assert set(config["services"]) == {"redis", "worker", "flower", "scripted-llm"}
+
+
+def test_workers_see_skills_cache_and_output_root_at_the_host_paths(config: dict, host_env: dict) -> None:
+    worker = config["services"]["worker"]
+    mounts = {v.split(":")[0]: v.split(":")[1:] for v in worker["volumes"]}
+    for name, mode in [("ORCH_SKILLS_DIR", "ro"), ("ORCH_CACHE_DIR", "rw"), ("ORCH_OUTPUT_ROOT", "rw")]:
+        path = host_env[name]
+        assert mounts[path] == [path, mode], f"{name} must be mounted at the same path"
+        assert worker["environment"][name] == path
+    assert mounts[host_env["ORCH_DOCKER_SOCKET"]] == ["/var/run/docker.sock", "rw"]
+
+
+def test_workers_run_as_the_host_user_with_the_docker_socket_group(config: dict, host_env: dict) -> None:
+    worker = config["services"]["worker"]
+    assert worker["user"] == f"{host_env['ORCH_UID']}:{host_env['ORCH_GID']}"
+    assert worker["group_add"] == [host_env["DOCKER_GID"]]
+    assert worker["environment"]["ORCH_BROKER_URL"] == "redis://redis:6379/0"
+
+
+def test_redis_persists_append_only_into_a_named_volume(config: dict) -> None:
+    redis = config["services"]["redis"]
+    command = redis["command"]
+    assert command[command.index("--appendonly") + 1] == "yes"
+    assert "redis-data:/data:rw" in redis["volumes"]
+    assert "redis-data" in config["volumes"]
+
+
+def test_flower_and_redis_are_published_on_the_loopback_only(config: dict) -> None:
+    for name in ("flower", "redis"):
+        for port in config["services"][name].get("ports", []):
+            assert str(port).startswith("127.0.0.1:"), f"{name} publishes {port} beyond the loopback"
+    assert not config["services"]["worker"].get("ports")
+    assert not config["services"]["scripted-llm"].get("ports")
+
+
+def test_flower_requires_basic_auth_with_a_default_and_an_override(host_env: dict, tmp_path: Path) -> None:
+    flower = yaml.safe_load(compose_config(host_env, tmp_path).stdout)["services"]["flower"]
+    assert flower["environment"]["FLOWER_BASIC_AUTH"] == "admin:orchestrator"
+    assert flower["command"][:4] == ["celery", "-A", "orchestrator.worker.celery_app:app", "flower"]
+    custom = compose_config({**host_env, "ORCH_FLOWER_AUTH": "ops:s3cret"}, tmp_path)
+    assert yaml.safe_load(custom.stdout)["services"]["flower"]["environment"]["FLOWER_BASIC_AUTH"] == "ops:s3cret"
+
+
+def test_every_app_service_uses_the_one_locally_built_app_image(config: dict) -> None:
+    images = {name: svc["image"] for name, svc in config["services"].items()}
+    assert images == {
+        "redis": "orchestrator-redis:latest",
+        "worker": "orchestrator-app:latest",
+        "flower": "orchestrator-app:latest",
+        "scripted-llm": "orchestrator-app:latest",
+    }
+    assert not any("build" in svc for svc in config["services"].values())  # built by compose build-images
