@@ -1,4 +1,4 @@
-"""CLI: the scripted model server (``python -m orchestrator scripted-llm --scenario PATH``)."""
+"""CLI: the scripted model server (``python -m orchestrator scripted-llm --scenario PATH | --scenarios DIR``)."""
 
 from __future__ import annotations
 
@@ -14,21 +14,30 @@ import typer
 from orchestrator.cli.common import fail, state
 from orchestrator.errors import ConfigError
 from orchestrator.llm.scenario import load_scenario
-from orchestrator.testing.scenario_server import start_scenario_server
+from orchestrator.testing.scenario_server import (
+    ScenarioLibraryServer,
+    ScenarioServer,
+    load_library,
+    start_scenario_server,
+)
 
 
 def scripted_llm(
     ctx: typer.Context,
-    scenario: Annotated[Path, typer.Option("--scenario", help="Scenario YAML file to play.")],
-    port: Annotated[
-        int, typer.Option("--port", min=0, max=65535, help="Port to listen on (0 = ephemeral).")
-    ] = 0,
+    scenario: Annotated[Path | None, typer.Option("--scenario", help="Scenario YAML file to play.")] = None,
+    scenarios: Annotated[
+        Path | None,
+        typer.Option(
+            "--scenarios",
+            help="Serve every scenario in DIR at once: the request's model name picks NAME.yaml, the X-Orch-Job "
+            "header the conversation (one step cursor per job).",
+        ),
+    ] = None,
+    port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on (0 = ephemeral).")] = 0,
     host: Annotated[str, typer.Option("--host", help="Address to bind.")] = "127.0.0.1",
     trace: Annotated[
         Path | None,
-        typer.Option(
-            "--trace", envvar="ORCH_SCRIPTED_TRACE", help="Append every request body to FILE (JSON lines)."
-        ),
+        typer.Option("--trace", envvar="ORCH_SCRIPTED_TRACE", help="Append every request body to FILE (JSON lines)."),
     ] = None,
     strict: Annotated[
         bool, typer.Option("--strict", help="Exit 1 if a request mismatched or a step was never requested.")
@@ -36,9 +45,16 @@ def scripted_llm(
 ) -> None:
     """Serve a scenario as an OpenAI-compatible endpoint until Ctrl-C/SIGTERM; prints the base URL first."""
     state(ctx).settings()
+    if (scenario is None) == (scenarios is None):
+        raise typer.BadParameter("give exactly one of --scenario FILE or --scenarios DIR")
+    server: ScenarioServer | ScenarioLibraryServer
     try:
-        parsed = load_scenario(scenario)
-        server = start_scenario_server(parsed, trace_path=trace, host=host, port=port)
+        if scenario is not None:
+            server = start_scenario_server(load_scenario(scenario), trace_path=trace, host=host, port=port)
+        else:
+            assert scenarios is not None
+            library = load_library(scenarios)
+            server = ScenarioLibraryServer(library, trace_path=trace, host=host, port=port).start()
     except ConfigError as e:
         fail(e, as_json=False, code=2)
     except OSError as e:
@@ -66,11 +82,21 @@ def scripted_llm(
     finally:
         signal.signal(signal.SIGTERM, previous)
         server.close()
-    used, total = server.steps_used, len(parsed.steps)
-    typer.echo(
-        f"scenario {parsed.source}: {used}/{total} steps played, {len(server.failures)} mismatches", err=True
-    )
-    for failure in server.failures:
-        typer.echo(f"  mismatch: {failure}", err=True)
-    if strict and (server.failures or used < total):
+    if isinstance(server, ScenarioServer):
+        players = [server.player]
+    else:
+        players = server.players
+        typer.echo(f"{len(players)} conversations over {len(server.scenarios)} scenarios", err=True)
+    unfinished = 0
+    for player in players:
+        used, total = player.steps_used, len(player.scenario.steps)
+        unfinished += used < total
+        who = f" (job {player.session})" if player.session else ""
+        typer.echo(
+            f"scenario {player.scenario.source}{who}: {used}/{total} steps played, {len(player.failures)} mismatches",
+            err=True,
+        )
+        for failure in player.failures:
+            typer.echo(f"  mismatch: {failure}", err=True)
+    if strict and (any(p.failures for p in players) or unfinished):
         raise typer.Exit(1)

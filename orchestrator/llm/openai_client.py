@@ -25,6 +25,7 @@ from orchestrator.logs import get_logger
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 PURPOSE_HEADER = "X-Orch-Purpose"
+JOB_HEADER = "X-Orch-Job"
 
 log = get_logger("orchestrator.llm")
 
@@ -34,7 +35,8 @@ class OpenAIChatModel:
 
     ``model`` is the id the server knows (``gpt-4o-mini``, ``llama3.1:8b``); ``name`` is what the runtime
     reports (defaults to ``openai:<model>``). ``api_key`` and ``base_url`` default to ``OPENAI_API_KEY`` and
-    ``OPENAI_BASE_URL``.
+    ``OPENAI_BASE_URL``. ``job_id`` is sent with every request (header ``X-Orch-Job``), so a server shared by many
+    goals (a gateway's logs, our scenario library server) can tell their conversations apart.
     Raises :class:`ModelError` at construction when no API key is available.
     """
 
@@ -46,6 +48,7 @@ class OpenAIChatModel:
         api_key: str | None = None,
         base_url: str | None = None,
         name: str | None = None,
+        job_id: str | None = None,
     ) -> None:
         settings = settings or ModelSettings()
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
@@ -66,6 +69,7 @@ class OpenAIChatModel:
             base_url=self.base_url,
             max_retries=settings.max_retries,
             timeout=settings.request_timeout_s,
+            default_headers={JOB_HEADER: job_id} if job_id else None,
             # A proxy from the environment must not capture a local server (Ollama, our scenario server).
             http_client=openai.DefaultHttpxClient(trust_env=False) if _is_loopback(self.base_url) else None,
         )

@@ -4,6 +4,10 @@ It runs on the standard library's ``ThreadingHTTPServer`` in a background thread
 client and real HTTP are exercised end to end. A request that does not match its step, or that comes after the
 last step, gets an HTTP 400 in OpenAI's error shape (code ``scenario_mismatch``) whose message names the
 scenario file, the step and what was wrong; the failure is also kept in :attr:`ScenarioServer.failures`.
+
+:class:`ScenarioServer` plays one scenario for one conversation. :class:`ScenarioLibraryServer` plays every
+scenario of a folder for many conversations at once (the compose stack's offline model): the request's model name
+picks the scenario and the ``X-Orch-Job`` header the conversation, each with its own step cursor.
 """
 
 from __future__ import annotations
@@ -12,12 +16,14 @@ import json
 import socket
 import threading
 import time
+from collections import OrderedDict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 from urllib.parse import urlsplit
 
+from orchestrator.errors import ConfigError
 from orchestrator.llm.scenario import (
     Reply,
     Scenario,
@@ -32,6 +38,8 @@ from orchestrator.logs import get_logger
 from orchestrator.testing.scripted_model import ScriptMismatch
 
 PURPOSE_HEADER = "X-Orch-Purpose"
+JOB_HEADER = "X-Orch-Job"
+"""Names the conversation (the job) a request belongs to; a library server keeps one step cursor per job."""
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 MODELS_PATHS = ("/v1/models", "/models")
 _RETRYABLE_STATUSES = {408, 409, 429}
@@ -57,20 +65,25 @@ def _error(status: int, message: str, *, type_: str, code: str | None, retry: bo
     return _Answer(status, payload, headers)
 
 
-class ScenarioServer:
-    """Plays ``scenario`` over HTTP, thread-safe; start with :func:`start_scenario_server` or as a context."""
+class ScenarioPlayer:
+    """One conversation's walk through a scenario: its step cursor, the requests it got and its failures.
+
+    Thread-safe. A :class:`ScenarioServer` has one; a :class:`ScenarioLibraryServer` has one per (scenario, job).
+    """
 
     def __init__(
         self,
         scenario: Scenario,
         *,
-        host: str = "127.0.0.1",
-        port: int = 0,
         trace_path: Path | None = None,
         start_at: int = 0,
+        session: str | None = None,
+        trace_lock: threading.Lock | None = None,
     ) -> None:
         self.scenario = scenario
         self.trace_path = Path(trace_path) if trace_path else None
+        self.session = session
+        """The job this conversation belongs to (``X-Orch-Job``), written into trace lines."""
         self.requests: list[dict[str, Any]] = []
         """Every request body received on the chat completions route, in order (including rejected ones)."""
         self.purposes: list[str | None] = []
@@ -79,54 +92,7 @@ class ScenarioServer:
         self._next_step = start_at
         """Steps before ``start_at`` count as used: a goal resumed in another process continues its script."""
         self._lock = threading.Lock()
-        server_class = _IPv6Server if ":" in host else _Server
-        self._httpd = server_class((host, port), _Handler)
-        self._httpd.scenario_server = self
-        self._thread: threading.Thread | None = None
-
-    # --- lifecycle --------------------------------------------------------------------------------
-
-    def start(self) -> ScenarioServer:
-        if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._httpd.serve_forever,
-                kwargs={"poll_interval": 0.05},
-                name=f"scenario-server:{self.port}",
-                daemon=True,
-            )
-            self._thread.start()
-            log.debug("scenario_server.started", base_url=self.base_url, scenario=self.scenario.source)
-        return self
-
-    def close(self) -> None:
-        """Stop serving and release the port (idempotent)."""
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._httpd.server_close()
-
-    def __enter__(self) -> ScenarioServer:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    @property
-    def host(self) -> str:
-        return str(self._httpd.server_address[0])
-
-    @property
-    def port(self) -> int:
-        return int(self._httpd.server_address[1])
-
-    @property
-    def base_url(self) -> str:
-        """The URL to give an OpenAI client as ``base_url`` (ends with ``/v1``)."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/v1"
+        self._trace_lock = trace_lock or threading.Lock()
 
     @property
     def model_name(self) -> str:
@@ -162,9 +128,10 @@ class ScenarioServer:
                 failures=problems,
             )
 
-    # --- request handling (called from handler threads) -------------------------------------------
+    # --- request handling -------------------------------------------
 
-    def _answer_chat(self, body: Any, purpose: str | None, path: str) -> _Answer:
+    def answer(self, body: Any, purpose: str | None, path: str) -> _Answer:
+        """Play the next step for one chat completion request (called from handler threads)."""
         with self._lock:
             request_no = len(self.requests) + 1
             self.requests.append(body if isinstance(body, dict) else {"_raw": body})
@@ -201,9 +168,7 @@ class ScenarioServer:
         step = self.scenario.steps[self._next_step]
         problems = check_forbidden(self.scenario, body) + check_step(step, body, purpose)
         if problems:
-            message = f"scenario {source} step {step_no} (purpose {step.purpose or purpose}): " + "; ".join(
-                problems
-            )
+            message = f"scenario {source} step {step_no} (purpose {step.purpose or purpose}): " + "; ".join(problems)
             return step_no, self._reject(message), problems
         self._next_step += 1
         return step_no, self._reply(step, step_no, body), []
@@ -281,26 +246,225 @@ class ScenarioServer:
             "status": answer.status,
             "problems": problems,
         }
+        if self.session is not None:
+            meta["session"] = self.session
         record = {**body, "_trace": meta} if isinstance(body, dict) else {"body": body, "_trace": meta}
-        self.trace_path.parent.mkdir(parents=True, exist_ok=True)
-        with self.trace_path.open("a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        with self._trace_lock:  # conversations of a library server share the file: whole lines only
+            self.trace_path.parent.mkdir(parents=True, exist_ok=True)
+            with self.trace_path.open("a", encoding="utf-8") as handle:
+                handle.write(line)
+
+
+def _models_answer(path: str, names: list[str]) -> _Answer:
+    entries = {n: {"id": n, "object": "model", "created": 0, "owned_by": "orchestrator-scripted"} for n in names}
+    for prefix in MODELS_PATHS:
+        if path.startswith(prefix + "/"):
+            wanted = path[len(prefix) + 1 :]
+            if wanted in entries:
+                return _Answer(200, entries[wanted])
+            message = f"model {wanted!r} is not served here; this server serves {', '.join(map(repr, names))}"
+            return _error(404, message, type_="invalid_request_error", code="model_not_found")
+    return _Answer(200, {"object": "list", "data": list(entries.values())})
+
+
+class _Serving:
+    """The HTTP side of both servers: a ``ThreadingHTTPServer`` in a background thread."""
+
+    def __init__(self, host: str, port: int) -> None:
+        server_class = _IPv6Server if ":" in host else _Server
+        self._httpd = server_class((host, port), _Handler)
+        self._httpd.scenario_server = self
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> Self:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever,
+                kwargs={"poll_interval": 0.05},
+                name=f"scenario-server:{self.port}",
+                daemon=True,
+            )
+            self._thread.start()
+            log.debug("scenario_server.started", base_url=self.base_url, server=type(self).__name__)
+        return self
+
+    def close(self) -> None:
+        """Stop serving and release the port (idempotent)."""
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._httpd.server_close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    @property
+    def host(self) -> str:
+        return str(self._httpd.server_address[0])
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        """The URL to give an OpenAI client as ``base_url`` (ends with ``/v1``)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/v1"
+
+    def _answer_chat(self, body: Any, purpose: str | None, path: str, job: str | None) -> _Answer:
+        raise NotImplementedError
 
     def _answer_models(self, path: str) -> _Answer:
-        entry = {"id": self.model_name, "object": "model", "created": 0, "owned_by": "orchestrator-scripted"}
-        for prefix in MODELS_PATHS:
-            if path.startswith(prefix + "/"):
-                wanted = path[len(prefix) + 1 :]
-                if wanted == self.model_name:
-                    return _Answer(200, entry)
-                message = f"model {wanted!r} is not served here; this scenario serves {self.model_name!r}"
-                return _error(404, message, type_="invalid_request_error", code="model_not_found")
-        return _Answer(200, {"object": "list", "data": [entry]})
+        raise NotImplementedError
+
+
+class ScenarioServer(_Serving):
+    """Plays ``scenario`` over HTTP, thread-safe; start with :func:`start_scenario_server` or as a context."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        trace_path: Path | None = None,
+        start_at: int = 0,
+    ) -> None:
+        self.player = ScenarioPlayer(scenario, trace_path=trace_path, start_at=start_at)
+        super().__init__(host, port)
+
+    @property
+    def scenario(self) -> Scenario:
+        return self.player.scenario
+
+    @property
+    def trace_path(self) -> Path | None:
+        return self.player.trace_path
+
+    @property
+    def requests(self) -> list[dict[str, Any]]:
+        """Every request body received on the chat completions route, in order (including rejected ones)."""
+        return self.player.requests
+
+    @property
+    def purposes(self) -> list[str | None]:
+        return self.player.purposes
+
+    @property
+    def failures(self) -> list[str]:
+        """The message of every mismatch, exhausted-steps or malformed request, in order."""
+        return self.player.failures
+
+    @property
+    def model_name(self) -> str:
+        return self.player.model_name
+
+    @property
+    def steps_used(self) -> int:
+        return self.player.steps_used
+
+    @property
+    def steps_left(self) -> int:
+        return self.player.steps_left
+
+    def assert_all_used(self) -> None:
+        """Raise :class:`ScriptMismatch` if a request failed its step or a step was never requested."""
+        self.player.assert_all_used()
+
+    def _answer_chat(self, body: Any, purpose: str | None, path: str, job: str | None) -> _Answer:
+        return self.player.answer(body, purpose, path)
+
+    def _answer_models(self, path: str) -> _Answer:
+        return _models_answer(path, [self.model_name])
+
+
+class ScenarioLibraryServer(_Serving):
+    """Every scenario of a folder at once, for many concurrent goals (the compose stack's offline model).
+
+    The request's ``model`` names the scenario (``brand-deck`` plays ``brand-deck.yaml``) and the ``X-Orch-Job``
+    header the conversation: each job walks its own copy of the steps, so goals sharing the server never take each
+    other's steps. Requests without the header share one conversation per scenario. At most ``max_sessions``
+    conversations are kept; the least recently used one is forgotten first.
+    """
+
+    def __init__(
+        self,
+        scenarios: dict[str, Scenario],
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        trace_path: Path | None = None,
+        max_sessions: int = 10_000,
+    ) -> None:
+        if not scenarios:
+            raise ConfigError("a scenario library needs at least one scenario", where="scenario")
+        self.scenarios = dict(scenarios)
+        self.trace_path = Path(trace_path) if trace_path else None
+        self.max_sessions = max_sessions
+        self._players: OrderedDict[tuple[str, str], ScenarioPlayer] = OrderedDict()
+        self._lock = threading.Lock()
+        self._trace_lock = threading.Lock()
+        super().__init__(host, port)
+
+    def player(self, name: str, job: str | None) -> ScenarioPlayer:
+        """The conversation of ``job`` with scenario ``name`` (made on first use)."""
+        key = (name, job or "")
+        with self._lock:
+            player = self._players.get(key)
+            if player is None:
+                player = ScenarioPlayer(
+                    self.scenarios[name], trace_path=self.trace_path, session=job, trace_lock=self._trace_lock
+                )
+                self._players[key] = player
+                if len(self._players) > self.max_sessions:
+                    self._players.popitem(last=False)
+            else:
+                self._players.move_to_end(key)
+            return player
+
+    @property
+    def players(self) -> list[ScenarioPlayer]:
+        with self._lock:
+            return list(self._players.values())
+
+    @property
+    def failures(self) -> list[str]:
+        return [failure for player in self.players for failure in player.failures]
+
+    def _answer_chat(self, body: Any, purpose: str | None, path: str, job: str | None) -> _Answer:
+        name = body.get("model") if isinstance(body, dict) else None
+        if not isinstance(name, str) or name not in self.scenarios:
+            served = ", ".join(map(repr, sorted(self.scenarios)))
+            message = f"model {name!r} is not served here; the scenarios served are {served}"
+            log.warning("scenario_server.unknown_model", model=name, job=job)
+            return _error(404, message, type_="invalid_request_error", code="model_not_found", retry=False)
+        return self.player(name, job[:200] if job else None).answer(body, purpose, path)
+
+    def _answer_models(self, path: str) -> _Answer:
+        return _models_answer(path, sorted(self.scenarios))
+
+
+def load_library(folder: Path) -> dict[str, Scenario]:
+    """Every ``*.yaml``/``*.yml`` scenario directly in ``folder``, by file stem; a broken one stops the start."""
+    if not folder.is_dir():
+        raise ConfigError(f"scenario folder not found: {folder}", where="scenario", path=str(folder))
+    files = sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+    if not files:
+        raise ConfigError(f"no scenario files (*.yaml) in {folder}", where="scenario", path=str(folder))
+    return {path.stem: load_scenario(path) for path in files}
 
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
-    scenario_server: ScenarioServer
+    scenario_server: _Serving
 
 
 class _IPv6Server(_Server):
@@ -332,12 +496,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(_error(400, message, type_="invalid_request_error", code="invalid_json", retry=False))
             return
         purpose = self.headers.get(PURPOSE_HEADER)
-        self._send(self.server.scenario_server._answer_chat(body, purpose, path))
+        job = self.headers.get(JOB_HEADER)
+        self._send(self.server.scenario_server._answer_chat(body, purpose, path, job))
 
     def _not_found(self, path: str) -> None:
-        message = (
-            f"no route {path!r}: the scripted server serves POST /v1/chat/completions and GET /v1/models"
-        )
+        message = f"no route {path!r}: the scripted server serves POST /v1/chat/completions and GET /v1/models"
         self._send(_error(404, message, type_="invalid_request_error", code="unknown_url"))
 
     def _send(self, answer: _Answer) -> None:

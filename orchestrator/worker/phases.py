@@ -291,7 +291,7 @@ def _runtime(
     sandbox = _sandbox(settings)
     timer = _Timer()
     kind, value = parse_model_spec(spec)
-    with _model(kind, value, spec, settings, cursor) as (model, server):
+    with _model(kind, value, spec, settings, cursor, record.job_id) as (model, server):
         rt = Runtime(
             settings=settings,
             model=_TimedModel(model, timer),
@@ -319,14 +319,18 @@ def _sandbox(settings: Settings) -> Any:
 
 
 @contextmanager
-def _model(kind: str, value: str, spec: str, settings: Settings, cursor: int) -> Iterator[tuple[Any, Any]]:
+def _model(
+    kind: str, value: str, spec: str, settings: Settings, cursor: int, job_id: str
+) -> Iterator[tuple[Any, Any]]:
     from orchestrator.llm.factory import open_model, open_scripted_model
 
     if kind == "scripted":
         with open_scripted_model(Path(value), settings.model, name=spec, start_at=cursor, partial=True) as pair:
             yield pair
     else:
-        with open_model(spec, settings.model) as model:
+        # The job id goes along with every request, so a model server shared by many goals (the compose stack's
+        # scripted-llm, a gateway) can tell their conversations apart.
+        with open_model(spec, settings.model, job_id=job_id) as model:
             yield model, None
 
 
