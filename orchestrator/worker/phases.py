@@ -312,7 +312,8 @@ def _sandbox(settings: Settings) -> Any:
     """One lazily connected sandbox per worker process (and sandbox settings), reused by every phase."""
     from orchestrator.workflow.runtime import LazySandbox
 
-    key = (os.getpid(), settings.sandbox)
+    # By value, as JSON: the sandbox settings hold dicts (limit profiles), so the model itself is not hashable.
+    key = (os.getpid(), settings.sandbox.model_dump_json())
     if key not in _SANDBOXES:
         _SANDBOXES[key] = LazySandbox(settings)
     return _SANDBOXES[key]
