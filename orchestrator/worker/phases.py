@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import redis
+
 from orchestrator.config import Settings
 from orchestrator.errors import OrchestratorError, WorkflowError
 from orchestrator.logs import get_logger, mask_value
@@ -112,6 +114,13 @@ def _run_traced(pc: PhaseContext, record: JobRecord, phase: str, attempt: int) -
         except OrchestratorError as e:
             span.set_attribute("orch.error", e.message)
             return _failed(pc, record, phase, e)
+        except redis.RedisError:
+            raise  # the ledger is unreachable: the sweep retries the phase once Redis is back
+        except Exception as e:  # a bug must end the job with its reason, not look like a dead worker three times
+            log.exception("phase.crashed", job=record.job_id, phase=phase)
+            span.set_attribute("orch.error", repr(e))
+            why = f"unexpected error in {phase}: {type(e).__name__}: {e}"
+            return _failed(pc, record, phase, WorkflowError(why, where=phase, next_step="report it with the logs"))
 
 
 @contextmanager

@@ -109,3 +109,46 @@ def test_spans_are_exported_over_otlp_when_the_standard_variables_are_set(cluste
         wait_for(lambda: any(b"/v1/traces " in r and trace_id in r and b"goal" in r for r in received), 30, "spans")
     finally:
         server.shutdown()
+
+
+def test_submit_says_when_redis_cannot_be_reached(shared_cluster: Cluster) -> None:
+    cluster = shared_cluster
+    cluster.settings_env["ORCH_BROKER_URL"] = "redis://127.0.0.1:9/0"
+    try:
+        done = cluster.cli("submit", "-", "--json", stdin=goal_line("nowhere"))
+    finally:
+        del cluster.settings_env["ORCH_BROKER_URL"]
+    assert done.returncode == 2
+    error = json.loads(done.stdout)
+    assert "cannot reach Redis" in error["message"] and "ORCH_BROKER_URL" in error["next_step"]
+
+
+def test_jobs_lists_the_ledger_and_refuses_an_unknown_id(shared_cluster: Cluster) -> None:
+    cluster = shared_cluster
+    done = cluster.cli("submit", "-", "--wait", "--timeout", "150", stdin=goal_line("listed"), timeout=180)
+    assert done.returncode == 0, done.stderr
+    listing = json.loads(cluster.cli("jobs", "--json").stdout)
+    assert {"job_id": "listed", "state": "done"}.items() <= next(j for j in listing if j["job_id"] == "listed").items()
+    table = cluster.cli("jobs").stdout
+    assert "listed" in table and "done" in table
+    unknown = cluster.cli("jobs", "no-such-job", "--json")
+    assert unknown.returncode == 2 and "no job" in json.loads(unknown.stdout)["message"]
+
+
+def test_a_redelivered_task_of_a_finished_step_does_nothing(shared_cluster: Cluster) -> None:
+    from orchestrator.config import load_settings
+    from orchestrator.worker.celery_app import create_app
+
+    cluster = shared_cluster
+    done = cluster.cli("submit", "-", "--wait", "--timeout", "150", stdin=goal_line("redelivered"), timeout=180)
+    assert done.returncode == 0, done.stderr
+    before = cluster.job("redelivered")
+    producer = create_app(load_settings(broker_url=cluster.redis.url))
+    results = [
+        producer.send_task("orchestrator.plan", args=["redelivered"]),
+        producer.send_task("orchestrator.act", args=["redelivered"], kwargs={"step": 0}),
+        producer.send_task("orchestrator.reflect", args=["redelivered"]),
+    ]
+    assert [r.get(timeout=60)["outcome"] for r in results] == ["stale", "stale", "stale"]
+    after = cluster.job("redelivered")
+    assert after["history"] == before["history"] and after["result"] == before["result"]
