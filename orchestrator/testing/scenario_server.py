@@ -109,6 +109,14 @@ class ScenarioPlayer:
     def steps_left(self) -> int:
         return len(self.scenario.steps) - self.steps_used
 
+    def restart_at(self, step: int) -> None:
+        """Play again from ``step`` (0-based) with a clean record: one server serves a goal's phases in turn."""
+        with self._lock:
+            self._next_step = step
+            self.requests.clear()
+            self.purposes.clear()
+            self.failures.clear()
+
     def assert_all_used(self) -> None:
         """Raise :class:`ScriptMismatch` if a request failed its step or a step was never requested."""
         with self._lock:

@@ -7,9 +7,11 @@ bookkeeping: the ledger transitions written before and after the work, the heart
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -318,30 +320,67 @@ _SANDBOXES: dict[Any, Any] = {}
 
 
 def _sandbox(settings: Settings) -> Any:
-    """One lazily connected sandbox per worker process (and sandbox settings), reused by every phase."""
+    """One lazily connected sandbox per worker process (and sandbox settings), reused by every phase; its jobs
+    start containers only when a script runs."""
+    from orchestrator.worker.staging import StagedSandbox
     from orchestrator.workflow.runtime import LazySandbox
 
     # By value, as JSON: the sandbox settings hold dicts (limit profiles), so the model itself is not hashable.
     key = (os.getpid(), settings.sandbox.model_dump_json())
     if key not in _SANDBOXES:
-        _SANDBOXES[key] = LazySandbox(settings)
+        _SANDBOXES[key] = StagedSandbox(LazySandbox(settings))
     return _SANDBOXES[key]
+
+
+_MODELS: dict[tuple[Any, ...], tuple[Any, Any]] = {}
+_MAX_MODELS = 8
 
 
 @contextmanager
 def _model(
     kind: str, value: str, spec: str, settings: Settings, cursor: int, job_id: str
 ) -> Iterator[tuple[Any, Any]]:
-    from orchestrator.llm.factory import open_model, open_scripted_model
+    """The job's model, kept per worker process and thread: building an HTTP client costs more than a phase's
+    bookkeeping. A scripted model's server is rewound to where this goal's scenario stands."""
+    from orchestrator.llm.factory import SCRIPTED_API_KEY, open_model
+    from orchestrator.llm.openai_client import OpenAIChatModel
+    from orchestrator.llm.scenario import load_scenario
+    from orchestrator.testing.scenario_server import start_scenario_server
 
-    if kind == "scripted":
-        with open_scripted_model(Path(value), settings.model, name=spec, start_at=cursor, partial=True) as pair:
-            yield pair
-    else:
+    if kind != "scripted":
         # The job id goes along with every request, so a model server shared by many goals (the compose stack's
         # scripted-llm, a gateway) can tell their conversations apart.
         with open_model(spec, settings.model, job_id=job_id) as model:
             yield model, None
+        return
+    stamp = Path(value).stat().st_mtime_ns
+    key = (os.getpid(), threading.get_ident(), spec, settings.model, stamp)
+    entry = _MODELS.get(key)
+    if entry is None:
+        server = start_scenario_server(load_scenario(Path(value)))
+        model = OpenAIChatModel(
+            server.model_name, settings.model, api_key=SCRIPTED_API_KEY, base_url=server.base_url, name=spec
+        )
+        entry = (model, server)
+        while len(_MODELS) >= _MAX_MODELS:
+            _close(_MODELS.pop(next(iter(_MODELS))))
+        _MODELS[key] = entry
+    model, server = entry
+    if server is not None:
+        server.restart_at(cursor)
+    try:
+        yield model, server
+    except BaseException:
+        _close(_MODELS.pop(key, entry))  # a model that broke mid-phase is not reused
+        raise
+
+
+def _close(entry: tuple[Any, Any]) -> None:
+    model, server = entry
+    with contextlib.suppress(Exception):
+        model.close()
+    if server is not None:
+        server.close()
 
 
 def rt_model_cursor(rt: Any, cursor: int) -> int:

@@ -1,0 +1,106 @@
+"""A sandbox whose jobs start no container until something has to run.
+
+Many skills only write files (``brand.json``, a template expanded): for them a sandbox job (a tmpfs volume, a holder
+container, a prewarmed script container) is pure cost. A staged job keeps ``build/`` in a private host folder, with
+the same path rules and disk limit, until the first script or program runs; then it opens the real sandbox job,
+copies the staged files into its ``build/`` and hands everything over to it. Nothing written by the model ever runs
+outside the sandbox: only the orchestrator's own writes are staged.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from orchestrator.act.workspace import LocalBuildArea
+from orchestrator.errors import SandboxError
+from orchestrator.sandbox.models import BuildFile
+
+
+class StagedSandbox:
+    """Wraps a sandbox backend (``open_job`` / ``image_tools``); its jobs are :class:`StagedJob`."""
+
+    def __init__(self, backend: Any) -> None:
+        self._backend = backend
+
+    def open_job(self, job_id: str, skill_root: Path, *, disk_mb: int = 50, inputs_dir: Path | None = None) -> Any:
+        return StagedJob(self._backend, job_id, skill_root, disk_mb=disk_mb, inputs_dir=inputs_dir)
+
+    def image_tools(self) -> dict[str, str]:
+        return self._backend.image_tools()  # type: ignore[no-any-return]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._backend, name)
+
+
+class StagedJob:
+    """``build/`` on the host until a script runs, then the real sandbox job (see the module docstring)."""
+
+    def __init__(
+        self, backend: Any, job_id: str, skill_root: Path, *, disk_mb: int, inputs_dir: Path | None
+    ) -> None:
+        self._backend = backend
+        self._args = (job_id, skill_root)
+        self._disk_mb = disk_mb
+        self._inputs_dir = inputs_dir
+        self._job: Any = None
+        self._tmp = tempfile.TemporaryDirectory(prefix="orch-staged-")
+        self._local = LocalBuildArea(Path(self._tmp.name) / "build", disk_mb=disk_mb)
+
+    def _real(self) -> Any:
+        if self._job is None:
+            job = self._backend.open_job(*self._args, disk_mb=self._disk_mb, inputs_dir=self._inputs_dir)
+            try:
+                for f in self._local.list_files():
+                    job.write_file(f.path, self._local.read_file(f.path, max_bytes=f.size + 1))
+            except BaseException:
+                job.close()
+                raise
+            self._job = job
+        return self._job
+
+    def write_file(self, rel_path: str, data: bytes) -> BuildFile:
+        if self._job is not None:
+            return self._job.write_file(rel_path, data)  # type: ignore[no-any-return]
+        try:
+            return self._local.write_file(rel_path, data)
+        except OSError as e:
+            raise SandboxError(f"cannot write build/{rel_path}: {e.strerror or e}", code="write_failed") from e
+
+    def read_file(self, rel_path: str, *, max_bytes: int = 10 * 1024 * 1024) -> bytes:
+        if self._job is not None:
+            return self._job.read_file(rel_path, max_bytes=max_bytes)  # type: ignore[no-any-return]
+        if rel_path not in {f.path for f in self._local.list_files()}:
+            raise SandboxError(f"build/{rel_path} does not exist (or is not a regular file)", code="not_found")
+        return self._local.read_file(rel_path, max_bytes=max_bytes)
+
+    def list_files(self) -> list[BuildFile]:
+        if self._job is not None:
+            return self._job.list_files()  # type: ignore[no-any-return]
+        return self._local.list_files()
+
+    def export(self, dest: Path) -> list[BuildFile]:
+        if self._job is not None:
+            return self._job.export(dest)  # type: ignore[no-any-return]
+        return self._local.export(dest)
+
+    def run_script(self, script: str, args: Any = None, *, timeout_s: float = 20) -> Any:
+        return self._real().run_script(script, args, timeout_s=timeout_s)
+
+    def take_pruned(self) -> list[str]:
+        return self._job.take_pruned() if self._job is not None else []  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        try:
+            if self._job is not None:
+                self._job.close()
+                self._job = None
+        finally:
+            self._tmp.cleanup()
+
+    def __getattr__(self, name: str) -> Any:
+        # Anything else the sandbox job offers (running a program, …) needs the real job.
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return getattr(self._real(), name)
