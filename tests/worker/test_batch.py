@@ -6,11 +6,15 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+import pytest
 from worker_helpers import Cluster, goal_line, wait_for
 
+WAIT = ("--wait", "--timeout", "400")
 
-def test_a_batch_runs_on_a_worker_and_the_ledger_holds_each_result(shared_cluster: Cluster) -> None:
-    cluster = shared_cluster
+
+@pytest.fixture(scope="module")
+def batch(shared_cluster: Cluster) -> tuple[Cluster, int, dict]:
+    """One batch with good and bad lines, run once on the module's worker; the tests below inspect it."""
     lines = "\n".join(
         [
             goal_line("batch-a"),
@@ -20,9 +24,13 @@ def test_a_batch_runs_on_a_worker_and_the_ledger_holds_each_result(shared_cluste
             "not json",
         ]
     )
-    done = cluster.cli("submit", "-", "--wait", "--json", "--timeout", "150", stdin=lines, timeout=180)
-    report = json.loads(done.stdout)
-    assert done.returncode == 1, done.stderr  # some lines were rejected
+    done = shared_cluster.cli("submit", "-", *WAIT, "--json", stdin=lines, timeout=450)
+    return shared_cluster, done.returncode, json.loads(done.stdout)
+
+
+def test_a_batch_runs_on_a_worker_and_the_ledger_holds_each_result(batch: tuple[Cluster, int, dict]) -> None:
+    cluster, returncode, report = batch
+    assert returncode == 1  # some lines were rejected
     assert [a["job_id"] for a in report["accepted"]] == ["batch-a", "batch-b"]
     rejected = {r["line"]: r["reason"] for r in report["rejected"]}
     assert set(rejected) == {2, 4, 5}
@@ -44,22 +52,17 @@ def test_a_batch_runs_on_a_worker_and_the_ledger_holds_each_result(shared_cluste
     assert job["trace_id"] and len(job["trace_id"]) == 32
 
 
-def test_a_job_id_submitted_twice_runs_once(shared_cluster: Cluster) -> None:
-    cluster = shared_cluster
-    first = cluster.cli("submit", "-", "--wait", "--json", "--timeout", "150", stdin=goal_line("twice"), timeout=180)
-    assert first.returncode == 0, first.stderr
-    again = cluster.cli("submit", "-", "--json", stdin=goal_line("twice"))
+def test_a_job_id_submitted_twice_runs_once(batch: tuple[Cluster, int, dict]) -> None:
+    cluster = batch[0]
+    again = cluster.cli("submit", "-", *WAIT, "--json", stdin=goal_line("batch-a"))
     assert again.returncode == 0
-    assert json.loads(again.stdout)["accepted"] == [{"line": 1, "job_id": "twice", "duplicate": True}]
-    job = wait_for(lambda: cluster.job("twice"), 10, "the job record")
-    assert [h["phase"] for h in job["history"]] == ["plan", "act:0", "reflect"]
+    assert json.loads(again.stdout)["accepted"] == [{"line": 1, "job_id": "batch-a", "duplicate": True}]
+    assert [h["phase"] for h in cluster.job("batch-a")["history"]] == ["plan", "act:0", "reflect"]
 
 
-def test_jobs_trace_prints_the_goal_span_tree_from_the_ledger(shared_cluster: Cluster) -> None:
-    cluster = shared_cluster
-    done = cluster.cli("submit", "-", "--wait", "--timeout", "150", stdin=goal_line("traced"), timeout=180)
-    assert done.returncode == 0, done.stderr
-    trace = json.loads(cluster.cli("jobs", "traced", "--trace", "--json").stdout)
+def test_jobs_trace_prints_the_goal_span_tree_from_the_ledger(batch: tuple[Cluster, int, dict]) -> None:
+    cluster = batch[0]
+    trace = json.loads(cluster.cli("jobs", "batch-a", "--trace", "--json").stdout)
     spans = {s["span_id"]: s for s in trace["spans"]}
     goal = [s for s in spans.values() if s["name"] == "goal"]
     assert len(goal) == 1 and goal[0]["parent_id"] is None
@@ -68,16 +71,14 @@ def test_jobs_trace_prints_the_goal_span_tree_from_the_ledger(shared_cluster: Cl
     models = [spans[s["parent_id"]]["name"] for s in spans.values() if s["name"] == "model"]
     # reflect's semantic verdict may be reused from an earlier job with identical artifacts (no model call)
     assert models.count("plan") == 1 and models.count("act") == 4 and models.count("reflect") <= 1
-    text = cluster.cli("jobs", "traced", "--trace").stdout
+    text = cluster.cli("jobs", "batch-a", "--trace").stdout
     assert "goal" in text and "plan" in text and "act" in text
 
 
-def test_every_log_line_of_a_job_carries_its_trace_id(shared_cluster: Cluster) -> None:
-    cluster = shared_cluster
-    done = cluster.cli("submit", "-", "--wait", "--timeout", "150", stdin=goal_line("logged"), timeout=180)
-    assert done.returncode == 0, done.stderr
-    trace_id = cluster.job("logged")["trace_id"]
-    lines = [json.loads(x) for x in cluster.log("w1").splitlines() if x.startswith("{") and '"logged"' in x]
+def test_every_log_line_of_a_job_carries_its_trace_id(batch: tuple[Cluster, int, dict]) -> None:
+    cluster = batch[0]
+    trace_id = cluster.job("batch-b")["trace_id"]
+    lines = [json.loads(x) for x in cluster.log("w1").splitlines() if x.startswith("{") and '"batch-b"' in x]
     events = {line["event"] for line in lines}
     assert {"plan.started", "plan.done", "act.started", "act.done", "validate.done"} <= events
     assert {line.get("trace_id") for line in lines} == {trace_id}
@@ -103,7 +104,7 @@ def test_spans_are_exported_over_otlp_when_the_standard_variables_are_set(cluste
             OTEL_EXPORTER_OTLP_ENDPOINT=f"http://127.0.0.1:{server.server_address[1]}", OTEL_BSP_SCHEDULE_DELAY="200"
         )
         cluster.start_worker("w1")
-        done = cluster.cli("submit", "-", "--wait", "--timeout", "150", stdin=goal_line("exported"), timeout=180)
+        done = cluster.cli("submit", "-", *WAIT, stdin=goal_line("exported"), timeout=450)
         assert done.returncode == 0, done.stderr
         trace_id = bytes.fromhex(cluster.job("exported")["trace_id"])
         wait_for(lambda: any(b"/v1/traces " in r and trace_id in r and b"goal" in r for r in received), 30, "spans")
@@ -123,32 +124,29 @@ def test_submit_says_when_redis_cannot_be_reached(shared_cluster: Cluster) -> No
     assert "cannot reach Redis" in error["message"] and "ORCH_BROKER_URL" in error["next_step"]
 
 
-def test_jobs_lists_the_ledger_and_refuses_an_unknown_id(shared_cluster: Cluster) -> None:
-    cluster = shared_cluster
-    done = cluster.cli("submit", "-", "--wait", "--timeout", "150", stdin=goal_line("listed"), timeout=180)
-    assert done.returncode == 0, done.stderr
+def test_jobs_lists_the_ledger_and_refuses_an_unknown_id(batch: tuple[Cluster, int, dict]) -> None:
+    cluster = batch[0]
     listing = json.loads(cluster.cli("jobs", "--json").stdout)
-    assert {"job_id": "listed", "state": "done"}.items() <= next(j for j in listing if j["job_id"] == "listed").items()
+    entry = next(j for j in listing if j["job_id"] == "batch-b")
+    assert entry["state"] == "done" and entry["artifacts"] == ["brand.json"]
     table = cluster.cli("jobs").stdout
-    assert "listed" in table and "done" in table
+    assert "batch-b" in table and "done" in table
     unknown = cluster.cli("jobs", "no-such-job", "--json")
     assert unknown.returncode == 2 and "no job" in json.loads(unknown.stdout)["message"]
 
 
-def test_a_redelivered_task_of_a_finished_step_does_nothing(shared_cluster: Cluster) -> None:
+def test_a_redelivered_task_of_a_finished_step_does_nothing(batch: tuple[Cluster, int, dict]) -> None:
     from orchestrator.config import load_settings
     from orchestrator.worker.celery_app import create_app
 
-    cluster = shared_cluster
-    done = cluster.cli("submit", "-", "--wait", "--timeout", "150", stdin=goal_line("redelivered"), timeout=180)
-    assert done.returncode == 0, done.stderr
-    before = cluster.job("redelivered")
+    cluster = batch[0]
+    before = cluster.job("batch-b")
     producer = create_app(load_settings(broker_url=cluster.redis.url))
     results = [
-        producer.send_task("orchestrator.plan", args=["redelivered"]),
-        producer.send_task("orchestrator.act", args=["redelivered"], kwargs={"step": 0}),
-        producer.send_task("orchestrator.reflect", args=["redelivered"]),
+        producer.send_task("orchestrator.plan", args=["batch-b"]),
+        producer.send_task("orchestrator.act", args=["batch-b"], kwargs={"step": 0}),
+        producer.send_task("orchestrator.reflect", args=["batch-b"]),
     ]
     assert [r.get(timeout=60)["outcome"] for r in results] == ["stale", "stale", "stale"]
-    after = cluster.job("redelivered")
+    after = cluster.job("batch-b")
     assert after["history"] == before["history"] and after["result"] == before["result"]

@@ -57,14 +57,14 @@ def test_a_worker_killed_mid_goal_is_taken_over_and_leaves_no_container(
         return running and bool(_job_containers(docker_client, "kill"))
 
     # step 1 (the pptx skill) is running and has its sandbox containers: kill the worker's whole process group
-    wait_for(lambda: ledger.get("kill") and ledger.get("kill").next == "act:1", 120, "the pptx step to be next")
+    wait_for(lambda: ledger.get("kill") and ledger.get("kill").next == "act:1", 300, "the pptx step to be next")
     cluster.start_worker("survivor")
-    wait_for(pptx_step_running, 60, "the pptx step to run in its sandbox")
+    wait_for(pptx_step_running, 120, "the pptx step to run in its sandbox")
     assert ledger.get("kill").worker.startswith("doomed@")
     killed_at = time.monotonic()
     cluster.kill_worker("doomed")
 
-    wait_for(lambda: _states(cluster, ["kill"])["kill"] in ("done", "unmet", "failed"), 120, "the job to end")
+    wait_for(lambda: _states(cluster, ["kill"])["kill"] in ("done", "unmet", "failed"), 180, "the job to end")
     recovered_s = time.monotonic() - killed_at
     job = cluster.job("kill")
     assert job["state"] == "done", (job["reason"], cluster.log("survivor"))
@@ -89,10 +89,10 @@ def test_a_redis_restart_with_a_batch_queued_or_running_loses_nothing(cluster: C
     cluster.redis.start()
     assert set(_states(cluster, ids).values()) == {"queued"}
     cluster.start_worker("w1", concurrency=2)
-    wait_for(lambda: "done" in _states(cluster, ids).values(), 120, "a first job to end")
+    wait_for(lambda: "done" in _states(cluster, ids).values(), 300, "a first job to end")
     cluster.redis.stop()  # again, with jobs running
     cluster.redis.start()
-    wait_for(lambda: set(_states(cluster, ids).values()) <= {"done", "unmet", "failed"}, 180, "the batch to end", 1)
+    wait_for(lambda: set(_states(cluster, ids).values()) <= {"done", "unmet", "failed"}, 400, "the batch to end", 1)
     assert set(_states(cluster, ids).values()) == {"done"}, cluster.log("w1")[-3000:]
     for job_id in ids:
         job = cluster.job(job_id)
@@ -108,7 +108,7 @@ def test_a_batch_of_50_gives_50_results_none_lost_none_run_twice(cluster: Cluste
     cluster.start_worker("w1", concurrency=2)
     cluster.start_worker("w2", concurrency=2)
     done = cluster.cli(
-        "submit", "-", "--wait", "--json", "--timeout", "400", stdin="\n".join(goal_line(i) for i in ids), timeout=450
+        "submit", "-", "--wait", "--json", "--timeout", "600", stdin="\n".join(goal_line(i) for i in ids), timeout=650
     )
     report = json.loads(done.stdout)
     assert done.returncode == 0, (done.stderr, cluster.log("w1"))
