@@ -11,6 +11,7 @@ import socket
 import threading
 from typing import Any
 
+import redis
 from celery import Task
 from celery.signals import setup_logging, worker_process_init, worker_ready, worker_shutdown
 
@@ -83,6 +84,12 @@ def _phase(task: Task, job_id: str, phase: str) -> dict[str, str]:
     try:
         outcome = run_phase(_context(task), job_id, phase)
     except PhaseBusy as e:
+        raise task.retry(countdown=BUSY_RETRY_S, max_retries=None) from e
+    except redis.RedisError as e:
+        # Redis went away mid-phase (a restart): send the task again rather than lose it. If the phase had
+        # started, the ledger's lease makes the copy wait (or the sweep takes the job over); if it had finished,
+        # the copy finds the phase done and does nothing.
+        log.warning("phase.redis_error", job=job_id, phase=phase, error=str(e))
         raise task.retry(countdown=BUSY_RETRY_S, max_retries=None) from e
     return {"job_id": job_id, "phase": phase, "outcome": outcome}
 
