@@ -383,6 +383,10 @@ class ScenarioServer(_Serving):
     def steps_left(self) -> int:
         return self.player.steps_left
 
+    def restart_at(self, step: int) -> None:
+        """Play again from ``step`` (0-based) with a clean record: one server serves a goal's phases in turn."""
+        self.player.restart_at(step)
+
     def assert_all_used(self) -> None:
         """Raise :class:`ScriptMismatch` if a request failed its step or a step was never requested."""
         self.player.assert_all_used()
