@@ -19,11 +19,12 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
+from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from orchestrator.errors import ConfigError
 
 DEFAULT_SANDBOX_IMAGE = "orchestrator-sandbox:latest"
+CONFIG_ENV = "ORCH_CONFIG"
 
 
 class _Section(BaseModel):
@@ -195,13 +196,11 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        return (init_settings, env_settings, _YamlFileSource(settings_cls))
+        return (init_settings, env_settings, _ConfigEnvFileSource(settings_cls))
 
 
-class _YamlFileSource(PydanticBaseSettingsSource):
-    """Reads the file named by ``ORCH_CONFIG`` (or the one given to ``load_settings``)."""
-
-    path: Path | None = None
+class _ConfigEnvFileSource(PydanticBaseSettingsSource):
+    """For ``Settings()`` built directly: the file named by ``ORCH_CONFIG``, read when the settings are built."""
 
     def get_field_value(
         self, field: Any, field_name: str
@@ -209,8 +208,8 @@ class _YamlFileSource(PydanticBaseSettingsSource):
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
-        path = self.path or (Path(os.environ["ORCH_CONFIG"]) if os.environ.get("ORCH_CONFIG") else None)
-        return read_settings_file(path) if path else {}
+        path = os.environ.get(CONFIG_ENV)
+        return read_settings_file(Path(path)) if path else {}
 
 
 def read_settings_file(path: Path) -> dict[str, Any]:
@@ -233,10 +232,14 @@ def read_settings_file(path: Path) -> dict[str, Any]:
 
 
 def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings:
-    """Settings from defaults, the YAML file, ``ORCH_*`` variables and ``overrides`` (highest first: overrides)."""
-    _YamlFileSource.path = config_file
+    """Settings from defaults, the YAML file, ``ORCH_*`` variables and ``overrides`` (highest first: overrides).
+
+    The file is ``config_file``, else the one named by ``ORCH_CONFIG``, else none.
+    """
+    named = config_file or (Path(os.environ[CONFIG_ENV]) if os.environ.get(CONFIG_ENV) else None)
+    layers = [read_settings_file(named) if named else {}, EnvSettingsSource(Settings)(), overrides]
     try:
-        return Settings(**overrides)
+        return Settings.model_validate(_deep_merge(*layers))
     except ValidationError as e:
         problems = "; ".join(f"{'.'.join(map(str, err['loc']))}: {err['msg']}" for err in e.errors())
         raise ConfigError(
@@ -244,5 +247,15 @@ def load_settings(config_file: Path | None = None, **overrides: Any) -> Settings
             where="config",
             next_step="fix the named setting in the YAML file or the ORCH_* variable",
         ) from e
-    finally:
-        _YamlFileSource.path = None
+
+
+def _deep_merge(*layers: dict[str, Any]) -> dict[str, Any]:
+    """Later layers win; nested mappings merge key by key (``ORCH_LIMITS__X`` keeps the file's other limits)."""
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        for key, value in layer.items():
+            if isinstance(value, dict) and isinstance(merged.get(key), dict):
+                merged[key] = _deep_merge(merged[key], value)
+            else:
+                merged[key] = value
+    return merged

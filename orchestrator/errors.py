@@ -7,6 +7,7 @@ the data a person needs to act (``where`` it happened and ``next_step``), and co
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any
 
 
@@ -67,19 +68,65 @@ class PathEscapeError(SkillError):
     """A path that would leave its root (``..``, absolute path, or a symlink pointing out)."""
 
 
+class SandboxErrorCode(StrEnum):
+    """What went wrong in the sandbox, for callers to branch on (never the message text)."""
+
+    UNSPECIFIED = "unspecified"
+    ENGINE_UNREACHABLE = "engine_unreachable"
+    ENGINE_ERROR = "engine_error"
+    IMAGE_MISSING = "image_missing"
+    IMAGE_BUILD_FAILED = "image_build_failed"
+    NO_TOOL_LIST = "no_tool_list"
+    TOOL_MISSING = "tool_missing"
+    BAD_SKILL_ROOT = "bad_skill_root"
+    BAD_INPUTS = "bad_inputs"
+    SETUP_FAILED = "setup_failed"
+    CONTAINER_FAILED = "container_failed"
+    JOB_CLOSED = "job_closed"
+    NO_SANDBOX = "no_sandbox"
+    REFUSED = "refused"
+    DISK_FULL = "disk_full"
+    NOT_FOUND = "not_found"
+    NOT_A_FILE = "not_a_file"
+    TOO_LARGE = "too_large"
+    UNSAFE_DESTINATION = "unsafe_destination"
+    PRUNE_FAILED = "prune_failed"
+
+
 class SandboxError(OrchestratorError):
     """The sandbox could not run a script (engine unreachable, image missing, container failure).
 
     A script that fails, times out or is OOM-killed is *not* an error: it is a ``ScriptResult`` field.
+    ``code`` says which failure it is; ``retryable`` whether trying again may help.
     """
+
+    default_code = SandboxErrorCode.UNSPECIFIED
+
+    def __init__(self, message: str, *, code: SandboxErrorCode | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.code: SandboxErrorCode = code or self.default_code
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**super().to_dict(), "code": self.code.value}
 
 
 class SandboxRefused(SandboxError):
-    """A script was refused before any container started (extension, path outside the skill root)."""
+    """A script was refused before any container started (extension, path outside the skill root).
+
+    ``violation`` names the rule that refused it.
+    """
+
+    default_code = SandboxErrorCode.REFUSED
+
+    def __init__(self, message: str, *, violation: str = "", **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.violation = violation
 
 
 class ImageToolMissing(SandboxError):
     """A skill declares a tool the sandbox image does not provide."""
+
+    default_code = SandboxErrorCode.TOOL_MISSING
 
 
 class BudgetExceeded(OrchestratorError):

@@ -9,6 +9,7 @@ from collections.abc import Mapping, MutableMapping
 from typing import Any, TextIO
 
 import structlog
+from opentelemetry import trace
 
 _SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bsk-[A-Za-z0-9_\-]{8,}"), "sk-***"),
@@ -50,8 +51,6 @@ def _mask_processor(_logger: Any, _method: str, event_dict: MutableMapping[str, 
 
 def _add_trace_ids(_logger: Any, _method: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     """The current OpenTelemetry trace and span ids, so every log line of a goal can be joined to its trace."""
-    from opentelemetry import trace
-
     ctx = trace.get_current_span().get_span_context()
     if ctx.is_valid:
         event_dict.setdefault("trace_id", f"{ctx.trace_id:032x}")

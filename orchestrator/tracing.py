@@ -54,6 +54,7 @@ def configure_tracing(service_name: str, sink: SpanSink | None = None) -> bool:
         _state["sink"] = sink
         if _state.get("provider") is not None:
             return False
+        # Deferred: the OpenTelemetry SDK is loaded only by processes that install tracing (workers).
         from opentelemetry.sdk.resources import Resource
         from opentelemetry.sdk.trace import TracerProvider
         from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -63,6 +64,7 @@ def configure_tracing(service_name: str, sink: SpanSink | None = None) -> bool:
         )
         provider.add_span_processor(_SinkProcessor())
         if any(os.environ.get(v) for v in _OTLP_VARS):
+            # Deferred: the OTLP exporter (and its HTTP stack) loads only when an endpoint is configured.
             from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
             provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))

@@ -4,10 +4,44 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
+from orchestrator.testing import ScriptedModel
+
 TEST_LABEL_PREFIX = "orchtest"
+SERVICE_MARKERS = {"docker_client": "docker", "redis_url": "redis"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark each test by the real services it uses (``-m "not docker"`` selects the rest; CI runs all)."""
+    for item in items:
+        for fixture, marker in SERVICE_MARKERS.items():
+            if fixture in getattr(item, "fixturenames", ()):
+                item.add_marker(marker)
+
+
+@pytest.fixture(autouse=True)
+def _scripted_models_use_every_step(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """Every in-memory scripted model made in a test must have been asked for all of its scripted responses.
+
+    A test that leaves responses unused on purpose says so with ``@pytest.mark.unused_script_steps``.
+    """
+    made: list[ScriptedModel] = []
+    original = ScriptedModel.__init__
+
+    def recording_init(self: ScriptedModel, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(ScriptedModel, "__init__", recording_init)
+    yield
+    if request.node.get_closest_marker("unused_script_steps") is None:
+        for model in made:
+            model.assert_all_used()
 
 
 @pytest.fixture(autouse=True)

@@ -5,17 +5,26 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from orchestrator.act.models import ExitReason, RemainingBudgets
+from orchestrator.act.models import ExitReason, RemainingBudgets, StepRecord
 from orchestrator.config import Budgets
 
 
 @dataclass
 class BudgetTracker:
+    """Budgets against the Act's step records: tool calls and tokens are counted from them, never by hand."""
+
     budgets: Budgets
+    records: list[StepRecord] = field(default_factory=list)
     started: float = field(default_factory=time.monotonic)
-    tool_calls: int = 0
-    tokens: int = 0
     disk_bytes: int = 0
+
+    @property
+    def tool_calls(self) -> int:
+        return sum(r.kind == "tool" for r in self.records)
+
+    @property
+    def tokens(self) -> int:
+        return sum(r.tokens_in + r.tokens_out for r in self.records)
 
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)

@@ -1,4 +1,4 @@
-"""Everything one Act's tools can touch, in one place, passed explicitly to every tool."""
+"""What one Act's tools see: the frozen dependencies of the run and its mutable per-run state, kept apart."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 
 from orchestrator.act.blackboard import Blackboard
 from orchestrator.act.memo import AttemptMemo, MemoStore, SkillMemoFile
-from orchestrator.act.models import ActMetrics, ActRequest, StepRecord
+from orchestrator.act.models import ActRequest, StepRecord
 from orchestrator.act.workspace import BuildArea
 from orchestrator.config import Settings
 from orchestrator.skills.loader import SkillLibrary
@@ -16,19 +16,32 @@ from orchestrator.skills.models import Skill
 from orchestrator.validate.stats import ValidationStats
 
 
-@dataclass
-class ActContext:
+@dataclass(frozen=True)
+class ActDeps:
+    """What the tools may use; fixed for the whole Act (the services in it keep their own state)."""
+
     request: ActRequest
     settings: Settings
     library: SkillLibrary
     skill: Skill
     build: BuildArea
     blackboard: Blackboard
-    store: MemoStore | None
+    store: MemoStore | None = None
     prior: SkillMemoFile = field(default_factory=SkillMemoFile)
-    memo: AttemptMemo = field(default_factory=AttemptMemo)
-    metrics: ActMetrics = field(default_factory=ActMetrics)
+    """What earlier validated runs of this skill left in the memo store."""
+
+    @property
+    def skill_root(self) -> Path:
+        return self.skill.root
+
+
+@dataclass
+class ActState:
+    """What one Act learns while it runs (never shared between Acts)."""
+
     step: int = 0
+    records: list[StepRecord] = field(default_factory=list)
+    memo: AttemptMemo = field(default_factory=AttemptMemo)
     sent: dict[str, int] = field(default_factory=dict)
     """sha256 of content already sent to the model in this conversation → the step that sent it."""
     read_docs: dict[str, str] = field(default_factory=dict)
@@ -37,9 +50,12 @@ class ActContext:
     new_replays: dict[str, Any] = field(default_factory=dict)
     stdout_results: list[Any] = field(default_factory=list)
     missing_refs: list[str] = field(default_factory=list)
-    records: list[StepRecord] = field(default_factory=list)
     validation_stats: ValidationStats = field(default_factory=ValidationStats)
 
-    @property
-    def skill_root(self) -> Path:
-        return self.skill.root
+
+@dataclass(frozen=True)
+class ActContext:
+    """The pair every tool receives: ``deps`` (what it may use) and ``state`` (what it may update)."""
+
+    deps: ActDeps
+    state: ActState

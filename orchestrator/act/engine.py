@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from orchestrator.act.blackboard import Blackboard
-from orchestrator.act.context import ActContext
+from orchestrator.act.context import ActDeps
 from orchestrator.act.loop import run_act
 from orchestrator.act.memo import MemoStore, SkillMemoFile
 from orchestrator.act.models import ActRequest, ActResult, RemainingBudgets, Unmet
@@ -16,6 +14,8 @@ from orchestrator.act.workspace import BuildArea, LocalBuildArea, SandboxBuildAr
 from orchestrator.config import Settings
 from orchestrator.errors import ImageToolMissing
 from orchestrator.llm.interface import ChatModel
+from orchestrator.sandbox.backend import SandboxBackend
+from orchestrator.sandbox.image import missing_tools
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.skills.models import Skill
 
@@ -27,18 +27,17 @@ def execute_skill(
     library: SkillLibrary,
     settings: Settings,
     out_dir: Path,
-    sandbox: Any | None = None,
+    sandbox: SandboxBackend | None = None,
     blackboard: Blackboard | None = None,
     store: MemoStore | None = None,
-    available_tools: Callable[[], dict[str, str]] | None = None,
 ) -> ActResult:
-    """Run ``request.skill_id`` to completion. ``sandbox`` is a ``SandboxRunner``; without it scripts cannot run.
+    """Run ``request.skill_id`` to completion. Without a ``sandbox`` scripts cannot run (``build/`` is a host folder).
 
     Raises ``SkillError`` for an unknown skill. A declared tool missing from the sandbox image gives a ``failed``
     result naming the tool, before any model call.
     """
     skill = library.get(request.skill_id)
-    missing_tool = _missing_tools(skill, available_tools)
+    missing_tool = _missing_tools(skill, sandbox)
     if missing_tool:
         error = ImageToolMissing(
             f"skill {skill.id} requires {', '.join(missing_tool)}, which the sandbox image does not provide",
@@ -60,7 +59,7 @@ def execute_skill(
             )
         else:
             build = LocalBuildArea(Path(tmp) / "build", disk_mb=request.budgets.disk_write_limit_mb)
-        ctx = ActContext(
+        deps = ActDeps(
             request=request,
             settings=settings,
             library=library,
@@ -71,17 +70,15 @@ def execute_skill(
             prior=store.load(skill.id) if store is not None else SkillMemoFile(),
         )
         try:
-            return run_act(ctx, model, out_dir)
+            return run_act(deps, model, out_dir)
         finally:
             build.close()
 
 
-def _missing_tools(skill: Skill, available: Callable[[], dict[str, str]] | None) -> list[str]:
-    if available is None or not skill.declarations.requires_tools:
+def _missing_tools(skill: Skill, sandbox: SandboxBackend | None) -> list[str]:
+    if sandbox is None or not skill.declarations.requires_tools:
         return []
-    from orchestrator.sandbox.image import missing_tools
-
-    return missing_tools(available(), skill.declarations.requires_tools)
+    return missing_tools(sandbox.image_tools(), skill.declarations.requires_tools)
 
 
 def _refused(request: ActRequest, why: str, next_step: str) -> ActResult:

@@ -5,28 +5,34 @@ from __future__ import annotations
 import hashlib
 import json
 import mimetypes
+import time
 from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
+from typing import Literal
 
 from orchestrator.act.blackboard import Blackboard
 from orchestrator.act.context import ActContext
-from orchestrator.act.memo import ScriptReplay
-from orchestrator.act.models import Artifact, ArtifactType, StepRecord
-from orchestrator.llm.interface import Message
+from orchestrator.act.memo import ScriptReplay, canonical_digest
+from orchestrator.act.models import Artifact, ArtifactType, Disclosure, StepRecord
+from orchestrator.act.tools import PreparedCall, RepeatedRead, ToolOutcome
+from orchestrator.llm.interface import Message, ToolCall, Usage
 from orchestrator.logs import get_logger
 from orchestrator.prompts import load_prompt
+from orchestrator.validate.validator import ValidationReport
 
 _log = get_logger("orchestrator.act")
 
 
+TASK_DISCLOSURE = Disclosure(l1=1, l2=1)
+"""What the task message discloses: the chosen skill's L1 line and its SKILL.md body."""
+
+
 def initial_messages(ctx: ActContext) -> list[Message]:
     """System prompt, then the task: goal, the chosen skill's L1 line and its SKILL.md body (L2, sent once)."""
-    req = ctx.request
-    skill = ctx.skill
-    body = ctx.library.l2(req.skill_id)
-    ctx.sent[body.sha256] = 0
-    ctx.metrics.disclosure.l1 += 1
-    ctx.metrics.disclosure.l2 += 1
+    req = ctx.deps.request
+    skill = ctx.deps.skill
+    body = ctx.deps.library.l2(req.skill_id)
+    ctx.state.sent[body.sha256] = 0
     lines = [
         f"Goal: {req.goal}",
         f"Skill: {req.skill_id} — {skill.name}: {skill.description}",
@@ -44,7 +50,7 @@ def initial_messages(ctx: ActContext) -> list[Message]:
     inputs = _list_inputs(req.inputs_dir)
     if inputs:
         lines.append("Inputs (read-only; tools: inputs/NAME, scripts: /inputs/NAME): " + ", ".join(inputs))
-    keys = ctx.blackboard.keys()
+    keys = ctx.deps.blackboard.keys()
     if keys:
         lines.append("Blackboard keys from earlier skills: " + ", ".join(keys))
     missing = [r.ref for r in skill.references if not r.exists]
@@ -69,12 +75,53 @@ def _list_inputs(root: Path | None) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
 
 
+def step_record(
+    step: int,
+    kind: Literal["tool", "reflect", "model"],
+    usage: tuple[Usage, int] | None,
+    *,
+    text: str = "",
+    started: float | None = None,
+    call: ToolCall | None = None,
+    prepared: PreparedCall | None = None,
+    outcome: ToolOutcome | None = None,
+    report: ValidationReport | None = None,
+) -> StepRecord:
+    """The one place a step's record is built: the model's usage (on the first record of its response), the tool
+    call's reason (from the validated arguments), its outcome's facts, and a finish's validation tokens."""
+    model_usage, model_ms = usage or (Usage(), 0)
+    tokens_in = model_usage.prompt_tokens + (report.tokens_in if report else 0)
+    tokens_out = model_usage.completion_tokens + (report.tokens_out if report else 0)
+    ms = model_ms + (int((time.monotonic() - started) * 1000) if started is not None else 0)
+    if call is None or outcome is None:
+        return StepRecord(step=step, kind=kind, reason_short=text[:200] if kind == "model" else text,
+                          tokens_in=tokens_in, tokens_out=tokens_out, ms=ms)
+    return StepRecord(
+        step=step,
+        kind=kind,
+        tool=call.name,
+        reason_short=prepared.args.reason[:400] if prepared is not None else "",
+        inputs_digest=canonical_digest(call.name, call.arguments)[:16],
+        ok=outcome.ok,
+        error=outcome.error,
+        tokens_in=tokens_in,
+        tokens_out=tokens_out,
+        ms=ms,
+        diff_summary=", ".join(f"build/{p} changed" for p in outcome.changed_files),
+        file_ids=[f"build/{p}" for p in outcome.changed_files],
+        memo_hit=outcome.memo_hit,
+        container=outcome.container,
+        disclosure=outcome.disclosure,
+        dedup=isinstance(outcome.effect, RepeatedRead),
+    )
+
+
 def log_step(ctx: ActContext, record: StepRecord) -> None:
-    ctx.records.append(record)
+    ctx.state.records.append(record)
     _log.info(
         "act.step",
-        job=ctx.request.job_id,
-        skill=ctx.request.skill_id,
+        job=ctx.deps.request.job_id,
+        skill=ctx.deps.request.skill_id,
         **record.model_dump(exclude_defaults=True),
     )
 
@@ -125,24 +172,24 @@ def build_artifacts(ctx: ActContext, out_dir: Path, *, partial: bool) -> list[Ar
     if not out_dir.is_dir():
         return []
     files = [p.relative_to(out_dir).as_posix() for p in out_dir.rglob("*")]
-    return catalog_files(out_dir, files, partial=partial, versions=ctx.blackboard)
+    return catalog_files(out_dir, files, partial=partial, versions=ctx.deps.blackboard)
 
 
 def persist_success(ctx: ActContext) -> None:
     """Keep what a validated run learned: script results (with output blobs), document digests, the path taken."""
-    if ctx.store is None:
+    if ctx.deps.store is None:
         return
-    memo = ctx.prior.model_copy(deep=True)
-    for key, (data, outputs) in ctx.new_replays.items():
+    memo = ctx.deps.prior.model_copy(deep=True)
+    for key, (data, outputs) in ctx.state.new_replays.items():
         for path, sha in outputs.items():
             try:
-                blob = ctx.build.read_file(path, max_bytes=64 * 1024 * 1024)
+                blob = ctx.deps.build.read_file(path, max_bytes=64 * 1024 * 1024)
             except Exception:  # noqa: BLE001 - a file that vanished is simply not replayable
                 break
             if hashlib.sha256(blob).hexdigest() != sha:
                 break
-            ctx.store.put_blob(blob)
+            ctx.deps.store.put_blob(blob)
         else:
             memo.attempts[key] = ScriptReplay(result=data, outputs=outputs)
-    memo.digests.update(ctx.read_docs)
-    ctx.store.save(ctx.request.skill_id, memo)
+    memo.digests.update(ctx.state.read_docs)
+    ctx.deps.store.save(ctx.deps.request.skill_id, memo)

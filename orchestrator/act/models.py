@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -78,16 +79,32 @@ class StepRecord(BaseModel):
     file_ids: list[str] = []
     memo_hit: bool = False
     container: dict[str, Any] | None = None
+    disclosure: Literal["L2", "L3"] | None = None
+    """The disclosure level of what this step sent to the model (SKILL.md body: L2, a reference or file: L3)."""
+    dedup: bool = False
+    """The step asked for content already sent (or digested earlier): only a note was sent."""
 
 
 class Disclosure(BaseModel):
+    """How much of the skills was disclosed: L1 lines, L2 bodies, L3 files, and repeats answered by a note."""
+
     l1: int = 0
     l2: int = 0
     l3: int = 0
     dedup_hits: int = 0
 
+    def __add__(self, other: Disclosure) -> Disclosure:
+        return Disclosure(
+            l1=self.l1 + other.l1,
+            l2=self.l2 + other.l2,
+            l3=self.l3 + other.l3,
+            dedup_hits=self.dedup_hits + other.dedup_hits,
+        )
+
 
 class ActMetrics(BaseModel):
+    """Counts of one Act, computed from its step records (see :meth:`from_records`), never bumped by hand."""
+
     tokens_in: int = 0
     tokens_out: int = 0
     tool_calls: int = 0
@@ -101,6 +118,28 @@ class ActMetrics(BaseModel):
     @property
     def tokens(self) -> int:
         return self.tokens_in + self.tokens_out
+
+    @classmethod
+    def from_records(
+        cls, records: Sequence[StepRecord], *, duration_ms: int = 0, disclosed: Disclosure = Disclosure()
+    ) -> ActMetrics:
+        """The metrics of ``records``; ``disclosed`` is what the task message itself disclosed (L1, L2)."""
+        return cls(
+            tokens_in=sum(r.tokens_in for r in records),
+            tokens_out=sum(r.tokens_out for r in records),
+            tool_calls=sum(r.kind == "tool" for r in records),
+            model_calls=len({r.step for r in records}),
+            duration_ms=duration_ms,
+            disclosure=disclosed
+            + Disclosure(
+                l2=sum(r.disclosure == "L2" for r in records),
+                l3=sum(r.disclosure == "L3" for r in records),
+                dedup_hits=sum(r.dedup for r in records),
+            ),
+            memo_hits=sum(r.memo_hit for r in records),
+            containers=sum(r.container is not None for r in records),
+            micro_reflects=sum(r.kind == "reflect" for r in records),
+        )
 
 
 class RemainingBudgets(BaseModel):

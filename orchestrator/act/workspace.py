@@ -10,9 +10,10 @@ from __future__ import annotations
 import hashlib
 import shutil
 from pathlib import Path, PurePosixPath
-from typing import Any, Protocol
+from typing import Protocol
 
-from orchestrator.errors import PathEscapeError, SandboxError
+from orchestrator.errors import PathEscapeError, SandboxError, SandboxErrorCode
+from orchestrator.sandbox.backend import SandboxBackend, SandboxJobArea, ScriptArgs
 from orchestrator.sandbox.models import BuildFile, ScriptResult
 
 
@@ -21,7 +22,7 @@ class BuildArea(Protocol):
     def read_file(self, rel_path: str, *, max_bytes: int = ...) -> bytes: ...
     def list_files(self) -> list[BuildFile]: ...
     def export(self, dest: Path) -> list[BuildFile]: ...
-    def run_script(self, script: str, args: Any = None, *, timeout_s: float = 20) -> ScriptResult: ...
+    def run_script(self, script: str, args: ScriptArgs = None, *, timeout_s: float = 20) -> ScriptResult: ...
     def take_pruned(self) -> list[str]: ...
     def close(self) -> None: ...
 
@@ -62,7 +63,7 @@ class LocalBuildArea:
         if used + len(data) > self.limit_bytes:
             raise SandboxError(
                 f"build/ is full: writing {len(data)} bytes would exceed {self.limit_bytes // 1048576} MB",
-                code="disk_full",
+                code=SandboxErrorCode.DISK_FULL,
                 retryable=False,
             )
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -98,10 +99,10 @@ class LocalBuildArea:
             shutil.copyfile(self.root / f.path, target)
         return files
 
-    def run_script(self, script: str, args: Any = None, *, timeout_s: float = 20) -> ScriptResult:
+    def run_script(self, script: str, args: ScriptArgs = None, *, timeout_s: float = 20) -> ScriptResult:
         raise SandboxError(
             "scripts cannot run without the Docker sandbox",
-            code="no_sandbox",
+            code=SandboxErrorCode.NO_SANDBOX,
             next_step="run with a Docker engine available (bash ops/setup.sh)",
         )
 
@@ -115,18 +116,20 @@ class LocalBuildArea:
 class SandboxBuildArea:
     """``build/`` inside a sandbox job, opened on first use so a skill that never writes costs no container."""
 
-    def __init__(self, runner: Any, job_id: str, skill_root: Path, *, disk_mb: int, inputs_dir: Path | None) -> None:
-        self._runner = runner
+    def __init__(
+        self, backend: SandboxBackend, job_id: str, skill_root: Path, *, disk_mb: int, inputs_dir: Path | None
+    ) -> None:
+        self._backend = backend
         self._job_id = job_id
         self._skill_root = skill_root
         self._disk_mb = disk_mb
         self._inputs_dir = inputs_dir
-        self._job: Any = None
+        self._job: SandboxJobArea | None = None
 
     @property
-    def job(self) -> Any:
+    def job(self) -> SandboxJobArea:
         if self._job is None:
-            self._job = self._runner.open_job(
+            self._job = self._backend.open_job(
                 self._job_id, self._skill_root, disk_mb=self._disk_mb, inputs_dir=self._inputs_dir
             )
         return self._job
@@ -136,29 +139,29 @@ class SandboxBuildArea:
         return self._job is not None
 
     def write_file(self, rel_path: str, data: bytes) -> BuildFile:
-        return self.job.write_file(clean_build_path(rel_path), data)  # type: ignore[no-any-return]
+        return self.job.write_file(clean_build_path(rel_path), data)
 
     def read_file(self, rel_path: str, *, max_bytes: int = 10 * 1024 * 1024) -> bytes:
         rel = clean_build_path(rel_path)
         # Only regular files that list_files reports: a symlinked folder planted by a script (build/root -> /)
         # must not lead a read into the holder's own files or the skill's scripts.
         if rel not in {f.path for f in self.list_files()}:
-            raise SandboxError(f"build/{rel} does not exist (or is not a regular file)", code="not_found")
-        return self.job.read_file(rel, max_bytes=max_bytes)  # type: ignore[no-any-return]
+            raise SandboxError(
+                f"build/{rel} does not exist (or is not a regular file)", code=SandboxErrorCode.NOT_FOUND
+            )
+        return self.job.read_file(rel, max_bytes=max_bytes)
 
     def list_files(self) -> list[BuildFile]:
-        return self.job.list_files() if self._job is not None else []
+        return self._job.list_files() if self._job is not None else []
 
     def export(self, dest: Path) -> list[BuildFile]:
-        if self._job is None:
-            return []
-        return self.job.export(dest)  # type: ignore[no-any-return]
+        return self._job.export(dest) if self._job is not None else []
 
-    def run_script(self, script: str, args: Any = None, *, timeout_s: float = 20) -> ScriptResult:
-        return self.job.run_script(script, args, timeout_s=timeout_s)  # type: ignore[no-any-return]
+    def run_script(self, script: str, args: ScriptArgs = None, *, timeout_s: float = 20) -> ScriptResult:
+        return self.job.run_script(script, args, timeout_s=timeout_s)
 
     def take_pruned(self) -> list[str]:
-        return self._job.take_pruned() if self._job is not None else []  # type: ignore[no-any-return]
+        return self._job.take_pruned() if self._job is not None else []
 
     def close(self) -> None:
         if self._job is not None:

@@ -9,8 +9,13 @@ import typer
 
 from orchestrator.cli.common import emit_json, fail, state
 from orchestrator.errors import OrchestratorError
+from orchestrator.sandbox.bench import bench_sandbox
+from orchestrator.sandbox.docker import Prewarm, SandboxRunner
+from orchestrator.worker.bench import bench_throughput
+from orchestrator.workflow.bench import DEFAULT_KS, bench_selection, bench_tokens
 
 app = typer.Typer(no_args_is_help=True)
+_PREWARM: dict[str, Prewarm] = {"started": "started", "created": "created", "off": "off"}
 
 
 @app.command("sandbox", help="Runner calls of one job vs `docker run --rm --network none`, alternating.")
@@ -23,14 +28,11 @@ def sandbox_bench(
     ] = "started",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
-    from orchestrator.sandbox.bench import bench_sandbox
-    from orchestrator.sandbox.docker import SandboxRunner
-
-    if prewarm not in ("started", "created", "off"):
+    if prewarm not in _PREWARM:
         raise typer.BadParameter("--prewarm must be started, created or off")
     try:
         settings = state(ctx).settings()
-        runner = SandboxRunner(settings.sandbox, work_dir=settings.cache_dir / "sandbox", prewarm=prewarm)  # type: ignore[arg-type]
+        runner = SandboxRunner(settings.sandbox, work_dir=settings.cache_dir / "sandbox", prewarm=_PREWARM[prewarm])
         try:
             result = bench_sandbox(runner, pairs=pairs)
         finally:
@@ -58,8 +60,6 @@ def throughput_bench(
     skills: Annotated[Path, typer.Option("--skills", help="Skills folder.")] = Path("skills"),
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
-    from orchestrator.worker.bench import bench_throughput
-
     try:
         state(ctx).settings()
         report = bench_throughput(goals=goals, workers=workers, think_ms=think_ms, scenario=scenario, skills=skills)
@@ -86,8 +86,6 @@ def selection_bench(
     k: Annotated[int | None, typer.Option("--k", min=1, help="Also report recall at this K.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
-    from orchestrator.workflow.bench import DEFAULT_KS, bench_selection
-
     ks = tuple(sorted({*DEFAULT_KS, *([k] if k else [])}))
     try:
         settings = state(ctx).settings()
@@ -120,8 +118,6 @@ def tokens_bench(
     ] = Path("ops/scenarios/brand-json.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
-    from orchestrator.workflow.bench import bench_tokens
-
     try:
         result = bench_tokens(skills_dir, scenario, state(ctx).settings())
     except OrchestratorError as e:

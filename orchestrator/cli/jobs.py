@@ -8,23 +8,25 @@ import time
 from pathlib import Path
 from typing import Annotated, Any
 
+import redis
 import typer
 from rich.console import Console
+from rich.live import Live
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.tree import Tree
 
 from orchestrator.cli.common import emit_json, fail, state
 from orchestrator.config import Settings
 from orchestrator.errors import ConfigError, OrchestratorError
+from orchestrator.worker.ledger import Ledger
+from orchestrator.worker.submit import submit_lines
+from orchestrator.workflow.run import new_job_id
 
 TERMINAL = ("done", "unmet", "failed")
 
 
 def _ledger(settings: Settings) -> Any:
-    import redis
-
-    from orchestrator.worker.ledger import Ledger
-
     ledger = Ledger.from_url(settings.broker_url)
     try:
         ledger.r.ping()
@@ -44,10 +46,10 @@ def submit(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
     timeout: Annotated[float, typer.Option("--timeout", help="With --wait: give up after this many seconds.")] = 0,
 ) -> None:
+    # Deferred: the Celery app is built when its module is imported (from ORCH_CONFIG), so it loads only in
+    # the commands that talk to the broker, after the settings are known.
     from orchestrator.worker.celery_app import create_app
     from orchestrator.worker.dispatch import send_phase
-    from orchestrator.worker.submit import submit_lines
-    from orchestrator.workflow.run import new_job_id
 
     try:
         settings = state(ctx).settings()
@@ -98,8 +100,6 @@ def _read_lines(source: str) -> list[str]:
 
 
 def _wait(ledger: Any, ids: list[str], timeout: float, *, show: bool) -> list[Any]:
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
     deadline = time.monotonic() + timeout if timeout > 0 else None
     progress = Progress(
         TextColumn("{task.description}"),
@@ -209,8 +209,6 @@ def _jobs_table(records: list[Any]) -> Table:
 
 
 def _watch(ledger: Any, job_id: str | None, limit: int) -> None:
-    from rich.live import Live
-
     def render() -> Any:
         if job_id is None:
             return _jobs_table(ledger.all(limit=limit))
@@ -291,6 +289,7 @@ def worker(
         cli_state.settings()
     except OrchestratorError as e:
         fail(e, as_json=False, code=2)
+    # Deferred: the Celery app reads ORCH_CONFIG (set just above) when its module is imported.
     from orchestrator.worker.celery_app import QUEUE, app
 
     argv = ["worker", f"--loglevel={loglevel}", "-Q", QUEUE]

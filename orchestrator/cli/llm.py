@@ -14,7 +14,7 @@ import typer
 from orchestrator.cli.common import fail, state
 from orchestrator.errors import ConfigError
 from orchestrator.llm.scenario import load_scenario
-from orchestrator.testing.scenario_server import (
+from orchestrator.llm.scenario_server import (
     ScenarioLibraryServer,
     ScenarioServer,
     load_library,

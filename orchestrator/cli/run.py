@@ -12,7 +12,12 @@ from rich.console import Console
 
 from orchestrator.cli.common import emit_json, fail, state
 from orchestrator.errors import ConfigError, OrchestratorError
+from orchestrator.llm.scenario import load_scenario, scenario_inputs
 from orchestrator.logs import mask_value
+from orchestrator.workflow.models import GoalRequest
+from orchestrator.workflow.run import bundle_zip
+from orchestrator.workflow.run import run_goal as run_workflow
+from orchestrator.workflow.runtime import build_runtime
 
 _PROGRESS = {
     "plan.started": "planning: choosing skills for the goal",
@@ -68,11 +73,6 @@ def run_goal(
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the overall result as JSON.")] = False,
 ) -> None:
-    from orchestrator.workflow.models import GoalRequest
-    from orchestrator.workflow.run import bundle_zip
-    from orchestrator.workflow.run import run_goal as run_workflow
-    from orchestrator.workflow.runtime import build_runtime
-
     overrides: dict[str, Any] = {}
     if qa_mode is not None:
         overrides["qa"] = {"mode": qa_mode}
@@ -110,8 +110,6 @@ def _goal_text(goal: str | None, model_spec: str) -> str:
     if goal:
         return goal
     if model_spec.startswith("scripted:"):
-        from orchestrator.llm.scenario import load_scenario
-
         return load_scenario(Path(model_spec.split(":", 1)[1])).goal
     raise ConfigError("no goal given", where="cli", next_step='pass the goal: python -m orchestrator run "…"')
 
@@ -120,8 +118,6 @@ def _scenario_inputs(model_spec: str) -> list[Path]:
     """A scripted model's scenario may name the goal's input files; ``--input`` replaces them."""
     if not model_spec.startswith("scripted:"):
         return []
-    from orchestrator.llm.scenario import load_scenario, scenario_inputs
-
     return scenario_inputs(load_scenario(Path(model_spec.split(":", 1)[1])))
 
 

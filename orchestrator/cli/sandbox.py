@@ -13,9 +13,16 @@ import typer
 from orchestrator.cli.common import emit_json, fail, state
 from orchestrator.config import SandboxSettings, Settings
 from orchestrator.errors import ConfigError, OrchestratorError, SandboxRefused
+from orchestrator.sandbox.commands import resolve_command
+from orchestrator.sandbox.docker import SandboxRunner
+from orchestrator.sandbox.engine import connect, docker_errors
+from orchestrator.sandbox.image import BaseChoice, build_image, image_tools
+from orchestrator.sandbox.limits import resolve_script
 from orchestrator.sandbox.models import ScriptResult
+from orchestrator.sandbox.reaper import reap_orphans
 
 app = typer.Typer(no_args_is_help=True)
+_BASES: dict[str, BaseChoice] = {"auto": "auto", "debootstrap": "debootstrap", "public": "public"}
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 
@@ -69,8 +76,6 @@ def run_cmd(
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    from orchestrator.sandbox.limits import resolve_script
-
     payload = _parse_args(args)
     words = list(argv or [])
     result = _in_job(
@@ -110,8 +115,6 @@ def command_cmd(
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    from orchestrator.sandbox.commands import resolve_command
-
     result = _in_job(
         ctx,
         label=command[0] if command else "",
@@ -145,7 +148,6 @@ def _in_job(
     sandbox_changes: dict[str, Any],
 ) -> ScriptResult:
     """One call in a fresh job: refused before the engine is touched, build/ seeded from and exported to --build."""
-    from orchestrator.sandbox.docker import SandboxRunner
 
     try:
         settings = state(ctx).settings()
@@ -189,7 +191,7 @@ def _finish(result: ScriptResult, as_json: bool) -> None:
 
 
 def _refused(script: str, error: SandboxRefused) -> ScriptResult:
-    return ScriptResult.refused(script, error.message, f"{error.data.get('violation')}: {error.message}")
+    return ScriptResult.refused(script, error.message, f"{error.violation}: {error.message}")
 
 
 def _print_result(result: ScriptResult) -> None:
@@ -222,10 +224,7 @@ def build_image_cmd(
     rootfs: Annotated[Path | None, typer.Option("--rootfs", help="Debian rootfs folder to import.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    from orchestrator.sandbox.engine import connect
-    from orchestrator.sandbox.image import build_image
-
-    if base not in ("auto", "debootstrap", "public"):
+    if base not in _BASES:
         raise typer.BadParameter("--base must be auto, debootstrap or public")
 
     def say(text: str) -> None:
@@ -237,7 +236,7 @@ def build_image_cmd(
         result = build_image(
             client,
             settings,
-            base=base,  # type: ignore[arg-type]
+            base=_BASES[base],
             force=force,
             wheelhouse=wheelhouse,
             node_modules=node_modules,
@@ -255,9 +254,6 @@ def build_image_cmd(
 
 @app.command("tools", help="The tools the sandbox image provides (from its label).")
 def tools_cmd(ctx: typer.Context, as_json: JsonFlag = False) -> None:
-    from orchestrator.sandbox.engine import connect
-    from orchestrator.sandbox.image import image_tools
-
     try:
         settings = state(ctx).settings()
         tools = image_tools(connect(), settings.sandbox.image)
@@ -279,9 +275,6 @@ def reap_cmd(
     ] = 3600,
     as_json: JsonFlag = False,
 ) -> None:
-    from orchestrator.sandbox.engine import connect, docker_errors
-    from orchestrator.sandbox.reaper import reap_orphans
-
     try:
         settings = state(ctx).settings()
         client = connect()

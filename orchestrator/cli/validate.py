@@ -15,6 +15,7 @@ from rich.table import Table
 
 from orchestrator.cli.common import EXIT_USAGE, emit_json, fail, state
 from orchestrator.errors import ConfigError, OrchestratorError
+from orchestrator.llm.factory import open_model
 from orchestrator.validate.report import ValidationReport
 from orchestrator.validate.rules import ContractRules, ExpectedOutputs
 from orchestrator.validate.validator import validate_outputs
@@ -64,8 +65,6 @@ def validate_cmd(
         if model is None or mode == "off":
             report = validate_outputs(out_dir, expectations, qa_mode=mode)
         else:
-            from orchestrator.llm.factory import open_model
-
             with open_model(model, settings.model) as chat:
                 report = validate_outputs(out_dir, expectations, model=chat, qa_mode=mode)
     except ConfigError as e:

@@ -16,8 +16,8 @@ from orchestrator.errors import ConfigError
 from orchestrator.llm.interface import ChatModel
 from orchestrator.llm.openai_client import OpenAIChatModel
 from orchestrator.llm.scenario import Scenario, load_scenario
+from orchestrator.llm.scenario_server import ScenarioServer, start_scenario_server
 from orchestrator.logs import get_logger
-from orchestrator.testing.scenario_server import ScenarioServer, start_scenario_server
 
 SCRIPTED_API_KEY = "scripted-no-key"
 TRACE_ENV = "ORCH_SCRIPTED_TRACE"

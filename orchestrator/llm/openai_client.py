@@ -188,10 +188,6 @@ class OpenAIChatModel:
         server_message = _server_message(e)
         status = e.status_code
         common.update(status=status, code=e.code)
-        if e.code == "scenario_mismatch":
-            return ModelError(
-                server_message, next_step="compare the scenario with the trace of what was sent", **common
-            )
         if isinstance(e, openai.NotFoundError) or e.code == "model_not_found":
             return ModelError(
                 f"model {self.model!r} was not found at {base} (HTTP {status}: {server_message})",

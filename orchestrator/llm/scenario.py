@@ -47,7 +47,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from orchestrator.errors import ConfigError
+from orchestrator.errors import ConfigError, ModelError
 from orchestrator.llm.interface import Purpose
 from orchestrator.tokens import estimate_tokens
 
@@ -57,6 +57,14 @@ def _as_list(value: Any) -> Any:
 
 
 StrList = Annotated[list[str], BeforeValidator(_as_list)]
+
+
+class ScriptMismatch(ModelError, AssertionError):
+    """A scripted model was called in a way its script did not foresee (or not called as often as scripted).
+
+    It is a :class:`ModelError`, so the runtime handles it like any model failure, and an ``AssertionError``,
+    so a test that catches neither still fails with the message.
+    """
 
 
 class _Strict(BaseModel):
@@ -221,10 +229,11 @@ def _line_of(root: yaml.Node | None, loc: tuple[Any, ...]) -> int | None:
 def _child(node: yaml.Node | None, part: Any) -> yaml.Node | None:
     if isinstance(node, yaml.MappingNode):
         for key, value in node.value:
-            if isinstance(key, yaml.ScalarNode) and key.value == str(part):
+            if isinstance(key, yaml.ScalarNode) and key.value == str(part) and isinstance(value, yaml.Node):
                 return value
     if isinstance(node, yaml.SequenceNode) and isinstance(part, int) and 0 <= part < len(node.value):
-        return node.value[part]
+        item = node.value[part]
+        return item if isinstance(item, yaml.Node) else None
     return None
 
 

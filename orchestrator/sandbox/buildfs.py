@@ -13,9 +13,13 @@ import tarfile
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
-from orchestrator.errors import PathEscapeError, SandboxError
+from orchestrator.errors import PathEscapeError, SandboxError, SandboxErrorCode
 from orchestrator.sandbox.models import BuildFile
+
+if TYPE_CHECKING:
+    from _typeshed import WriteableBuffer
 
 # Go's os.FileMode type bits (dir, symlink, device, pipe, socket, char device, irregular) as reported in the
 # X-Docker-Container-Path-Stat header of get_archive: a regular file has none of them.
@@ -32,7 +36,8 @@ class ChunkReader(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, target: bytearray | memoryview) -> int:  # type: ignore[override]
+    def readinto(self, buffer: WriteableBuffer, /) -> int:
+        target = memoryview(buffer).cast("B")
         while not self._buffer:
             try:
                 self._buffer = next(self._chunks)
@@ -133,7 +138,7 @@ def _unsafe(path: Path, why: object) -> SandboxError:
         where="sandbox:export",
         next_step="export into an empty folder",
         retryable=False,
-        code="unsafe_destination",
+        code=SandboxErrorCode.UNSAFE_DESTINATION,
     )
 
 
@@ -148,12 +153,14 @@ def read_single_file(chunks: Iterable[bytes], max_bytes: int) -> bytes:
                     f"file is {member.size} bytes, more than the {max_bytes} allowed",
                     where="sandbox:read_file",
                     retryable=False,
-                    code="too_large",
+                    code=SandboxErrorCode.TOO_LARGE,
                 )
             source = tar.extractfile(member)
             assert source is not None
             return source.read()
-    raise SandboxError("not a regular file", where="sandbox:read_file", retryable=False, code="not_a_file")
+    raise SandboxError(
+        "not a regular file", where="sandbox:read_file", retryable=False, code=SandboxErrorCode.NOT_A_FILE
+    )
 
 
 def stat_is_regular(path_stat: dict[str, object]) -> bool:

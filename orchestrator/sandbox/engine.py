@@ -13,7 +13,7 @@ import docker
 import docker.errors
 import requests
 
-from orchestrator.errors import SandboxError
+from orchestrator.errors import SandboxError, SandboxErrorCode
 
 BUILD_IMAGE_HINT = "python -m orchestrator sandbox build-image"
 
@@ -29,7 +29,7 @@ def connect(timeout_s: float = 60) -> docker.DockerClient:
             where="sandbox:engine",
             next_step="start the Docker daemon (or set DOCKER_HOST) and retry",
             retryable=True,
-            code="engine_unreachable",
+            code=SandboxErrorCode.ENGINE_UNREACHABLE,
         ) from e
     return client
 
@@ -47,7 +47,7 @@ def docker_errors(where: str) -> Iterator[None]:
             where=where,
             next_step=f"build it: {BUILD_IMAGE_HINT}",
             retryable=False,
-            code="image_missing",
+            code=SandboxErrorCode.IMAGE_MISSING,
         ) from e
     except docker.errors.APIError as e:
         raise SandboxError(
@@ -55,7 +55,7 @@ def docker_errors(where: str) -> Iterator[None]:
             where=where,
             next_step="check the engine (`docker info`) and retry",
             retryable=e.is_server_error(),
-            code="engine_error",
+            code=SandboxErrorCode.ENGINE_ERROR,
         ) from e
     except (docker.errors.DockerException, requests.exceptions.RequestException, ConnectionError) as e:
         raise SandboxError(
@@ -63,7 +63,7 @@ def docker_errors(where: str) -> Iterator[None]:
             where=where,
             next_step="start the Docker daemon (or set DOCKER_HOST) and retry",
             retryable=True,
-            code="engine_unreachable",
+            code=SandboxErrorCode.ENGINE_UNREACHABLE,
         ) from e
 
 

@@ -30,7 +30,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.version import InvalidVersion, Version
 
 from orchestrator.config import Settings
-from orchestrator.errors import ConfigError, ImageToolMissing, SandboxError
+from orchestrator.errors import ConfigError, ImageToolMissing, SandboxError, SandboxErrorCode
 from orchestrator.logs import get_logger
 from orchestrator.sandbox.engine import BUILD_IMAGE_HINT, docker_errors
 from orchestrator.sandbox.models import ImageBuild
@@ -103,7 +103,7 @@ def image_tools(client: docker.DockerClient, image: str) -> dict[str, str]:
                 where="sandbox:image",
                 next_step=f"build it: {BUILD_IMAGE_HINT}",
                 retryable=False,
-                code="image_missing",
+                code=SandboxErrorCode.IMAGE_MISSING,
             ) from e
     raw = ((attrs.get("Config") or {}).get("Labels") or {}).get(LABEL_TOOLS)
     if not raw:
@@ -112,7 +112,7 @@ def image_tools(client: docker.DockerClient, image: str) -> dict[str, str]:
             where="sandbox:image",
             next_step=f"rebuild it: {BUILD_IMAGE_HINT} --force",
             retryable=False,
-            code="no_tool_list",
+            code=SandboxErrorCode.NO_TOOL_LIST,
         )
     return {str(k): str(v) for k, v in json.loads(raw).items()}
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import bm25s
 import numpy as np
@@ -71,7 +71,7 @@ class FieldIndex:
 class LexicalRanker:
     """Weighted sum of the per-field BM25 scores, each field scaled by its best score for this query."""
 
-    def __init__(self, fields: dict[str, Sequence[list[str]]], weights: dict[str, float] | None = None) -> None:
+    def __init__(self, fields: Mapping[str, Sequence[list[str]]], weights: dict[str, float] | None = None) -> None:
         self.weights = dict(weights or FIELD_WEIGHTS)
         self.indexes = {name: FieldIndex(docs) for name, docs in fields.items() if name in self.weights}
         self.size = len(next(iter(fields.values()))) if fields else 0

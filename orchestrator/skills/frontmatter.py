@@ -13,7 +13,8 @@ import datetime as dt
 import json
 import re
 import unicodedata
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import jsonschema
 import yaml
@@ -67,10 +68,9 @@ class _NoAliasLoader(yaml.SafeLoader):
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise yaml.composer.ComposerError(
-                None, None, "YAML aliases (*name) are not allowed in a frontmatter", event.start_mark
-            )
+            peek = cast("Callable[[], yaml.Event]", self.peek_event)  # untyped in the stubs
+            mark = cast("yaml.error.Mark | None", peek().start_mark)
+            raise yaml.composer.ComposerError(None, None, "YAML aliases (*name) are not allowed in a frontmatter", mark)
         return super().compose_node(parent, index)
 
 

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from fnmatch import fnmatchcase
 from html.parser import HTMLParser
 from pathlib import Path, PurePosixPath
+from typing import Any
 from urllib.parse import unquote
 
 from markdown_it import MarkdownIt
@@ -118,7 +119,7 @@ def _html_refs(html: str) -> list[str]:
 def extract(text: str, line_offset: int = 0) -> _Extracted:
     """Reference candidates of one Markdown document, each kind in document order."""
     out = _Extracted()
-    env: dict = {}
+    env: dict[str, Any] = {}
     md = _markdown()
     tokens = md.parse(text, env)
     prose: list[tuple[str, int | None, bool]] = []  # code and prose text with its line and whether it is code

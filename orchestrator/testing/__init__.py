@@ -1,12 +1,15 @@
-"""Fakes shipped with the package: in-memory scripted models and the OpenAI-compatible scenario server."""
+"""Test fakes shipped with the package: in-memory scripted models and an in-memory sandbox backend.
 
-from orchestrator.testing.scenario_server import ScenarioServer, start_scenario_server
+Nothing in the package imports this folder; ``scripted:`` runs use ``orchestrator.llm.scenario_server``.
+"""
+
+from orchestrator.llm.scenario import ScriptMismatch
+from orchestrator.testing.sandbox import FakeScript, InMemoryJob, InMemorySandbox
 from orchestrator.testing.scripted_model import (
     FunctionModel,
     RecordedCall,
     ResponseFn,
     ScriptedModel,
-    ScriptMismatch,
     json_response,
     raw_tool_call_response,
     text_response,
@@ -16,15 +19,16 @@ from orchestrator.testing.scripted_model import (
 )
 
 __all__ = [
+    "FakeScript",
+    "InMemoryJob",
+    "InMemorySandbox",
     "FunctionModel",
     "RecordedCall",
     "ResponseFn",
-    "ScenarioServer",
     "ScriptMismatch",
     "ScriptedModel",
     "json_response",
     "raw_tool_call_response",
-    "start_scenario_server",
     "text_response",
     "tool_call",
     "tool_call_response",

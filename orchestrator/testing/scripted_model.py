@@ -17,20 +17,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from orchestrator.errors import ModelError
 from orchestrator.llm.interface import Message, ModelResponse, Purpose, ToolCall, ToolSpec, Usage
-from orchestrator.llm.scenario import estimate_completion_tokens, estimate_prompt_tokens
+from orchestrator.llm.scenario import ScriptMismatch, estimate_completion_tokens, estimate_prompt_tokens
 
 ResponseFn = Callable[[list[Message], list[ToolSpec], Purpose], ModelResponse]
 """``fn(messages, tools, purpose) -> ModelResponse``: an answer computed from the typed history."""
-
-
-class ScriptMismatch(ModelError, AssertionError):
-    """A scripted model was called in a way its script did not foresee (or not called as often as scripted).
-
-    It is a :class:`ModelError`, so the runtime handles it like any model failure, and an ``AssertionError``,
-    so a test that catches neither still fails with the message.
-    """
 
 
 class RecordedCall(BaseModel):

@@ -84,14 +84,18 @@ def _main_part(rels_xml: bytes) -> str | None:
 def _open_document(path: Path, kind: str) -> int | None:
     """Open the document with its library; the slide count of a presentation, else ``None``."""
     if kind == "pptx":
+        # Deferred: python-pptx, python-docx and openpyxl (with lxml) take most of a second to import, and only
+        # goals that produce Office files need them.
         from pptx import Presentation
 
         return len(Presentation(str(path)).slides)
     if kind == "docx":
+        # Deferred: see above.
         from docx import Document
 
         Document(str(path))
         return None
+    # Deferred: see above.
     from openpyxl import load_workbook
 
     workbook = load_workbook(str(path), read_only=True)

@@ -12,12 +12,12 @@ import re
 import time
 from collections.abc import Sequence
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrator.llm.interface import ChatModel, Message
+from orchestrator.prompts import load_prompt, render_prompt
 from orchestrator.validate.report import FileEntry
 from orchestrator.validate.rules import TEXT_KINDS, ExpectedOutputs
 
@@ -51,9 +51,7 @@ class SemanticOutcome(BaseModel):
 
 @cache
 def system_prompt() -> str:
-    return (
-        resources.files("orchestrator.prompts").joinpath("semantic_validator.md").read_text("utf-8").strip()
-    )
+    return load_prompt("semantic_validator")
 
 
 def index_lines(files: Sequence[FileEntry], limit: int = MAX_INDEX_ENTRIES) -> str:
@@ -153,8 +151,4 @@ def semantic_check(
 
 
 def _repair_request(problem: str) -> str:
-    return (
-        f"Your answer was not a valid verdict: {problem}. Answer again with exactly one JSON object and "
-        'nothing else: {"pass": true|false, "missing": [strings], "violations": [strings], '
-        '"rationale": "non-empty text"}.'
-    )
+    return render_prompt("semantic_repair", problem=problem)

@@ -22,9 +22,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import redis
 import yaml
 from pydantic import BaseModel
 
+from orchestrator.config import load_settings
 from orchestrator.errors import ConfigError
 from orchestrator.worker.ledger import TERMINAL, JobRecord, Ledger
 
@@ -150,8 +152,6 @@ def _free_port() -> int:
 
 @contextlib.contextmanager
 def _redis(folder: Path) -> Iterator[str]:
-    import redis
-
     folder.mkdir(parents=True)
     port = _free_port()
     proc = subprocess.Popen(
@@ -179,7 +179,7 @@ def _redis(folder: Path) -> Iterator[str]:
 
 @contextlib.contextmanager
 def _workers(root: Path, count: int, env: dict[str, str], url: str) -> Iterator[None]:
-    from orchestrator.config import load_settings
+    # Deferred: the Celery app is built when its module is imported; the bench sets its environment first.
     from orchestrator.worker.celery_app import create_app
 
     procs = []

@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Iterable
-from typing import Any, Literal
+from collections.abc import Callable, Iterable
+from typing import Any, Literal, cast
 
 import redis
 from pydantic import BaseModel, Field
+from redis.typing import EncodableT, FieldT
 
 JobState = Literal["queued", "planning", "acting", "reflecting", "done", "unmet", "failed"]
 TERMINAL: frozenset[str] = frozenset({"done", "unmet", "failed"})
@@ -193,7 +194,7 @@ class Ledger:
         raw = self.r.hgetall(job_key(job_id))
         if not raw:
             return None
-        data = {k.decode(): json.loads(v) for k, v in raw.items()}
+        data = {_text(k): json.loads(v) for k, v in raw.items()}
         return JobRecord.model_validate({**data, "history": self.history(job_id)})
 
     def update(self, job_id: str, **fields: Any) -> None:
@@ -202,14 +203,14 @@ class Ledger:
     def job_ids(self, *, limit: int = 0) -> list[str]:
         """Job ids, newest first (all, or the ``limit`` newest)."""
         ids = self.r.zrevrange(f"{PREFIX}:jobs", 0, limit - 1 if limit > 0 else -1)
-        return [i.decode() for i in ids]
+        return [_text(i) for i in ids]
 
     def all(self, *, limit: int = 0) -> list[JobRecord]:
         return [rec for i in self.job_ids(limit=limit) if (rec := self.get(i)) is not None]
 
     def running_ids(self) -> list[str]:
         """Jobs a worker holds or held a lease on without finishing the phase (the sweep's candidates)."""
-        return sorted(i.decode() for i in self.r.smembers(RUNNING))
+        return sorted(_text(i) for i in self.r.smembers(RUNNING))
 
     def add_history(self, job_id: str, entry: dict[str, Any]) -> None:
         self.r.rpush(f"{PREFIX}:history:{job_id}", json.dumps(entry))
@@ -231,7 +232,8 @@ class Ledger:
         lease = f"{PREFIX}:lease:{job_id}"
         with self.r.pipeline() as pipe:
             try:
-                pipe.watch(lease)
+                watch = cast("Callable[[str], None]", pipe.watch)  # untyped in redis-py
+                watch(lease)
                 if pipe.get(lease) != token.encode():
                     raise LeaseLost(job_id)
                 pipe.multi()
@@ -295,8 +297,13 @@ class Ledger:
         return [json.loads(x) for x in self.r.lrange(f"{PREFIX}:spans:{trace_id}", 0, -1)]
 
 
-def _encode(fields: dict[str, Any]) -> dict[str, str]:
+def _encode(fields: dict[str, Any]) -> dict[FieldT, EncodableT]:
     return {k: json.dumps(v) for k, v in fields.items()}
+
+
+def _text(value: object) -> str:
+    """A Redis reply item as text (this client does not decode responses)."""
+    return value.decode() if isinstance(value, bytes) else str(value)
 
 
 def states_count(records: Iterable[JobRecord]) -> dict[str, int]:

@@ -20,14 +20,26 @@ from pathlib import Path
 from typing import Any
 
 import redis
+from celery.exceptions import SoftTimeLimitExceeded
 
+from orchestrator.act.memo import MemoStore
 from orchestrator.config import Settings
 from orchestrator.errors import OrchestratorError, WorkflowError
+from orchestrator.llm.factory import SCRIPTED_API_KEY, open_model, parse_model_spec
+from orchestrator.llm.openai_client import OpenAIChatModel
+from orchestrator.llm.scenario import load_scenario
+from orchestrator.llm.scenario_server import start_scenario_server
 from orchestrator.logs import get_logger, mask_value
+from orchestrator.sandbox.docker import SandboxRunner
+from orchestrator.skills.cache import ReadCache
+from orchestrator.skills.loader import RUNTIME_WORK_DIRS, SkillLibrary
 from orchestrator.tracing import emit_goal_span, tracer, under_goal
 from orchestrator.worker.heartbeat import Heartbeat
 from orchestrator.worker.ledger import JobRecord, LeaseLost, Ledger, SkillVersion
+from orchestrator.worker.staging import StagedSandbox
+from orchestrator.worker.submit import BudgetOverrides
 from orchestrator.workflow.models import GoalError, GoalRequest, GoalResult, GoalState
+from orchestrator.workflow.run import Runtime, act_step, plan_goal, reflect_goal, start_goal
 
 log = get_logger("orchestrator.worker")
 
@@ -101,8 +113,6 @@ def run_phase(pc: PhaseContext, job_id: str, phase: str) -> str:
 
 
 def _run_traced(pc: PhaseContext, record: JobRecord, phase: str, attempt: int) -> _Outcome:
-    from celery.exceptions import SoftTimeLimitExceeded
-
     name = phase.split(":")[0]
     attrs: dict[str, Any] = {"orch.job_id": record.job_id, "orch.phase": phase, "orch.attempt": attempt}
     with _goal_context(record), tracer().start_as_current_span(name, attributes=attrs) as span:
@@ -135,8 +145,6 @@ def _goal_context(record: JobRecord) -> Iterator[None]:
 
 
 def _run(pc: PhaseContext, record: JobRecord, phase: str) -> _Outcome:
-    from orchestrator.workflow.run import act_step, plan_goal, reflect_goal, start_goal
-
     req = record.request
     settings = job_settings(pc.settings, req)
     checkpoint = pc.ledger.load_checkpoint(record.job_id) if phase != "plan" else None
@@ -241,8 +249,6 @@ def job_ended(pc: PhaseContext, job_id: str) -> None:
 
 def job_settings(settings: Settings, request: dict[str, Any]) -> Settings:
     """The deployment's settings with the goal line's budgets applied."""
-    from orchestrator.worker.submit import BudgetOverrides
-
     budgets = BudgetOverrides.model_validate(request.get("budgets") or {})
     return settings.model_copy(update={"limits": budgets.applied_to(settings.limits)})
 
@@ -264,7 +270,9 @@ class _Timer:
 
 
 def _scripts_s(state: GoalState) -> float:
-    return sum((rec.container or {}).get("elapsed_ms", 0) / 1000 for r in state.results for rec in r.evidence_summary)
+    return float(
+        sum((rec.container or {}).get("elapsed_ms", 0) / 1000 for r in state.results for rec in r.evidence_summary)
+    )
 
 
 class _TimedModel:
@@ -288,12 +296,6 @@ class _TimedModel:
 def _runtime(
     settings: Settings, req: dict[str, Any], cursor: int, pc: PhaseContext, record: JobRecord
 ) -> Iterator[tuple[Any, _Timer]]:
-    from orchestrator.act.memo import MemoStore
-    from orchestrator.llm.factory import parse_model_spec
-    from orchestrator.skills.cache import ReadCache
-    from orchestrator.skills.loader import RUNTIME_WORK_DIRS, SkillLibrary
-    from orchestrator.workflow.run import Runtime
-
     skills = Path(req.get("skills") or settings.skills_dir)
     spec = req.get("model") or settings.model.name
     library = SkillLibrary(
@@ -309,26 +311,22 @@ def _runtime(
             library=library,
             sandbox=sandbox,
             store=MemoStore(settings.cache_dir / "store"),
-            available_tools=sandbox.image_tools,
             on_event=lambda name, data: pc.on_event(name, {"job": record.job_id, **data}),
         )
         rt._scripted_server = server  # type: ignore[attr-defined]
         yield rt, timer
 
 
-_SANDBOXES: dict[Any, Any] = {}
+_SANDBOXES: dict[tuple[int, str], StagedSandbox] = {}
 
 
-def _sandbox(settings: Settings) -> Any:
-    """One lazily connected sandbox per worker process (and sandbox settings), reused by every phase; its jobs
-    start containers only when a script runs."""
-    from orchestrator.worker.staging import StagedSandbox
-    from orchestrator.workflow.runtime import LazySandbox
-
+def _sandbox(settings: Settings) -> StagedSandbox:
+    """One sandbox runner per worker process (and sandbox settings), reused by every phase; it connects to the
+    Docker engine on first use and its jobs start containers only when a script runs."""
     # By value, as JSON: the sandbox settings hold dicts (limit profiles), so the model itself is not hashable.
     key = (os.getpid(), settings.sandbox.model_dump_json())
     if key not in _SANDBOXES:
-        _SANDBOXES[key] = StagedSandbox(LazySandbox(settings))
+        _SANDBOXES[key] = StagedSandbox(SandboxRunner(settings.sandbox))
     return _SANDBOXES[key]
 
 
@@ -342,11 +340,6 @@ def _model(
 ) -> Iterator[tuple[Any, Any]]:
     """The job's model, kept per worker process and thread: building an HTTP client costs more than a phase's
     bookkeeping. A scripted model's server is rewound to where this goal's scenario stands."""
-    from orchestrator.llm.factory import SCRIPTED_API_KEY, open_model
-    from orchestrator.llm.openai_client import OpenAIChatModel
-    from orchestrator.llm.scenario import load_scenario
-    from orchestrator.testing.scenario_server import start_scenario_server
-
     if kind != "scripted":
         # The job id goes along with every request, so a model server shared by many goals (the compose stack's
         # scripted-llm, a gateway) can tell their conversations apart.

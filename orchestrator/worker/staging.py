@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.act.workspace import LocalBuildArea
-from orchestrator.errors import SandboxError
+from orchestrator.errors import SandboxError, SandboxErrorCode
 from orchestrator.sandbox.models import BuildFile
 
 
@@ -66,13 +66,17 @@ class StagedJob:
         try:
             return self._local.write_file(rel_path, data)
         except OSError as e:
-            raise SandboxError(f"cannot write build/{rel_path}: {e.strerror or e}", code="write_failed") from e
+            raise SandboxError(
+                f"cannot write build/{rel_path}: {e.strerror or e}", code=SandboxErrorCode.UNSPECIFIED
+            ) from e
 
     def read_file(self, rel_path: str, *, max_bytes: int = 10 * 1024 * 1024) -> bytes:
         if self._job is not None:
             return self._job.read_file(rel_path, max_bytes=max_bytes)  # type: ignore[no-any-return]
         if rel_path not in {f.path for f in self._local.list_files()}:
-            raise SandboxError(f"build/{rel_path} does not exist (or is not a regular file)", code="not_found")
+            raise SandboxError(
+                f"build/{rel_path} does not exist (or is not a regular file)", code=SandboxErrorCode.NOT_FOUND
+            )
         return self._local.read_file(rel_path, max_bytes=max_bytes)
 
     def list_files(self) -> list[BuildFile]:
@@ -89,7 +93,8 @@ class StagedJob:
         return self._real().run_script(script, args, timeout_s=timeout_s)
 
     def take_pruned(self) -> list[str]:
-        return self._job.take_pruned() if self._job is not None else []  # type: ignore[no-any-return]
+        pruned: list[str] = self._job.take_pruned() if self._job is not None else []
+        return pruned
 
     def close(self) -> None:
         try:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrator.config import Budgets, Settings
 from orchestrator.errors import ConfigError
+from orchestrator.llm.factory import parse_model_spec
 from orchestrator.tracing import new_ids
 from orchestrator.worker.ledger import JobRecord, Ledger
 from orchestrator.worker.limits import hard_limit_s, visibility_timeout_s
@@ -114,8 +115,6 @@ def _parse_line(text: str) -> GoalLine:
 
 def resolve_line(line: GoalLine, settings: Settings) -> GoalLine:
     """The line with absolute paths, checked: skills folder, inputs, scenario, ``out`` inside the output root."""
-    from orchestrator.llm.factory import parse_model_spec
-
     skills = Path(line.skills) if line.skills else settings.skills_dir
     if not skills.is_dir():
         raise ConfigError(f"skills: folder not found: {skills}")

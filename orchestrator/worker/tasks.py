@@ -17,6 +17,8 @@ from celery.signals import setup_logging, worker_process_init, worker_ready, wor
 
 from orchestrator.config import Settings
 from orchestrator.logs import configure_logging, get_logger
+from orchestrator.sandbox.engine import connect
+from orchestrator.sandbox.reaper import remove_job_resources
 from orchestrator.tracing import configure_tracing
 from orchestrator.worker.celery_app import app
 from orchestrator.worker.dispatch import send_phase
@@ -34,15 +36,13 @@ _process_lock = threading.Lock()
 
 
 def settings_of(celery_app: Any) -> Settings:
-    return celery_app.conf.orch_settings
+    settings: Settings = celery_app.conf.orch_settings
+    return settings
 
 
 def kill_job_containers(settings: Settings, job_id: str) -> int:
     """Remove the job's sandbox containers (0 when no Docker engine is reachable from this worker)."""
     try:
-        from orchestrator.sandbox.engine import connect
-        from orchestrator.sandbox.reaper import remove_job_resources
-
         client = connect(timeout_s=30)
         try:
             return remove_job_resources(client, settings.sandbox.label_prefix, job_id)
@@ -58,7 +58,8 @@ def _ledger() -> Ledger:
         key = f"ledger:{os.getpid()}"
         if key not in _process:
             _process[key] = Ledger.from_url(settings_of(app).broker_url)
-        return _process[key]
+        ledger: Ledger = _process[key]
+        return ledger
 
 
 def _context(task: Task) -> PhaseContext:
@@ -128,10 +129,6 @@ def _span_sink(trace_id: str, span: dict[str, Any]) -> None:
 @worker_process_init.connect
 def _init_process(**_: Any) -> None:
     configure_tracing("orchestrator-worker", _span_sink)
-    # Import the workflow now, not inside the first task: the first goal of a process should not pay for it.
-    import orchestrator.act.engine  # noqa: F401
-    import orchestrator.llm.factory  # noqa: F401
-    import orchestrator.workflow.run  # noqa: F401
 
 
 @worker_ready.connect

@@ -9,6 +9,7 @@ every recall figure.
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import statistics
 import tempfile
@@ -19,12 +20,16 @@ from pydantic import BaseModel, Field, ValidationError
 
 from orchestrator.config import SelectionSettings, Settings
 from orchestrator.errors import ConfigError
+from orchestrator.llm.scenario import load_scenario
+from orchestrator.prompts import load_prompt
 from orchestrator.select.index import SkillIndex, skill_docs
 from orchestrator.select.shortlist import Catalog, catalog_text, make_shortlist, model_invocable
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.tokens import estimate_tokens
 from orchestrator.workflow.models import GoalRequest, GoalResult
 from orchestrator.workflow.plan import SEARCH_SKILLS, plan_request
+from orchestrator.workflow.run import run_goal
+from orchestrator.workflow.runtime import build_runtime
 
 DEFAULT_KS = (5, 10, 20)
 
@@ -219,8 +224,6 @@ class TokenBench(BaseModel):
 
 def write_distractors(root: Path, count: int, *, seed: int = 7) -> None:
     """``count`` generated skills (deterministic) that do everyday data chores unrelated to any bundled skill."""
-    import random
-
     rng = random.Random(seed)
     for i in range(count):
         verb, obj, fmt = rng.choice(_VERBS), rng.choice(_OBJECTS), rng.choice(_FORMATS)
@@ -244,7 +247,6 @@ def write_distractors(root: Path, count: int, *, seed: int = 7) -> None:
 
 def _naive_prompt_tokens(goal: str, library: SkillLibrary) -> int:
     """The prompt of a runtime that puts every SKILL.md in front of the planner."""
-    from orchestrator.prompts import load_prompt
 
     total = estimate_tokens(load_prompt("plan_system")) + estimate_tokens(f"Goal: {goal}")
     for s in library.list():
@@ -255,7 +257,6 @@ def _naive_prompt_tokens(goal: str, library: SkillLibrary) -> int:
 
 def _scenario_target(scenario: Path) -> tuple[str, list[str]]:
     """The goal of a scenario and the skills its first plan reply uses."""
-    from orchestrator.llm.scenario import load_scenario
 
     loaded = load_scenario(scenario)
     for step in loaded.steps:
@@ -311,8 +312,6 @@ def bench_tokens(
 
 def _scenario_run(skills_dir: Path, scenario: Path, settings: Settings, tmp: Path, n: int) -> GoalResult:
     """One run of the scenario's goal; both runs share one cache folder (read cache and memo)."""
-    from orchestrator.workflow.run import run_goal
-    from orchestrator.workflow.runtime import build_runtime
 
     settings = settings.model_copy(update={"cache_dir": tmp / "run-cache"})
     goal, _ = _scenario_target(scenario)

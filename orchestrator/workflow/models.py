@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from orchestrator.act.models import ActResult, Artifact, Unmet
+from orchestrator.act.models import ActMetrics, ActResult, Artifact, Disclosure, Unmet
 from orchestrator.validate.stats import ValidationStats
 from orchestrator.validate.validator import ValidationReport
 from orchestrator.workflow.plan import Plan
@@ -23,6 +24,8 @@ class GoalRequest(BaseModel):
 
 
 class GoalMetrics(BaseModel):
+    """Counts of a goal: the plan's, plus every Act's (themselves counted from their step records)."""
+
     tokens_in: int = 0
     tokens_out: int = 0
     tool_calls: int = 0
@@ -30,7 +33,23 @@ class GoalMetrics(BaseModel):
     duration_ms: int = 0
     containers: int = 0
     memo_hits: int = 0
-    disclosure: dict[str, int] = Field(default_factory=lambda: {"l1": 0, "l2": 0, "l3": 0, "dedup_hits": 0})
+    disclosure: Disclosure = Disclosure()
+
+    def plus(self, acts: Sequence[ActMetrics], final: ValidationReport | None = None) -> GoalMetrics:
+        """These metrics with the Acts' and the final validation's added (one disclosure model for both levels)."""
+        disclosure = self.disclosure
+        for m in acts:
+            disclosure = disclosure + m.disclosure.model_copy(update={"l1": 0})
+        return GoalMetrics(
+            tokens_in=self.tokens_in + sum(m.tokens_in for m in acts) + (final.tokens_in if final else 0),
+            tokens_out=self.tokens_out + sum(m.tokens_out for m in acts) + (final.tokens_out if final else 0),
+            tool_calls=self.tool_calls + sum(m.tool_calls for m in acts),
+            model_calls=self.model_calls + sum(m.model_calls for m in acts),
+            duration_ms=self.duration_ms + sum(m.duration_ms for m in acts) + (final.duration_ms if final else 0),
+            containers=self.containers + sum(m.containers for m in acts),
+            memo_hits=self.memo_hits + sum(m.memo_hits for m in acts),
+            disclosure=disclosure,
+        )
 
 
 class GoalError(BaseModel):

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 
 from orchestrator.errors import ModelError, WorkflowError
 from orchestrator.llm.interface import ChatModel, Message, ModelResponse, ToolSpec
-from orchestrator.prompts import load_prompt
+from orchestrator.prompts import load_prompt, render_prompt
 from orchestrator.select.shortlist import Catalog, catalog_text
 from orchestrator.skills.models import SkillSummary
 from orchestrator.tokens import estimate_tokens
@@ -171,7 +171,7 @@ def make_plan(
     search: SearchFn | None = None,
     max_searches: int = 3,
     max_calls: int = 4,
-) -> PlanOutcome:  # type: ignore[assignment]
+) -> PlanOutcome:
     """Ask the model for a plan over ``skills`` (the shortlist, best first).
 
     A malformed or unknown-skill answer is retried once with the reason. With ``search`` the model may call
@@ -224,10 +224,7 @@ def make_plan(
             break
         messages += [
             response.as_message(),
-            Message(
-                role="user",
-                content=f"That plan cannot be used: {problem}. Answer again with the JSON object only.",
-            ),
+            Message(role="user", content=render_prompt("plan_retry", problem=problem)),
         ]
     raise WorkflowError(
         f"the model gave no usable plan: {outcome.attempts[-1] if outcome.attempts else 'too many plan calls'}",

@@ -20,11 +20,12 @@ from orchestrator.act.blackboard import Blackboard
 from orchestrator.act.engine import execute_skill
 from orchestrator.act.evidence import catalog_files
 from orchestrator.act.memo import MemoStore, canonical_digest
-from orchestrator.act.models import ActRequest, ActResult, Unmet
+from orchestrator.act.models import ActRequest, ActResult, Disclosure, Unmet
 from orchestrator.config import Settings
 from orchestrator.errors import OrchestratorError, WorkflowError
 from orchestrator.llm.interface import ChatModel
 from orchestrator.logs import get_logger
+from orchestrator.sandbox.backend import SandboxBackend
 from orchestrator.select.index import SkillIndex, skill_docs
 from orchestrator.select.shortlist import make_shortlist, model_invocable
 from orchestrator.skills.loader import SkillLibrary
@@ -46,9 +47,8 @@ class Runtime:
     settings: Settings
     model: ChatModel
     library: SkillLibrary
-    sandbox: Any | None = None
+    sandbox: SandboxBackend | None = None
     store: MemoStore | None = None
-    available_tools: Callable[[], dict[str, str]] | None = None
     """Tools of the sandbox image (asked only when a skill declares tools it requires)."""
     on_event: EventSink = field(default=lambda name, data: None)
 
@@ -102,8 +102,8 @@ def plan_goal(state: GoalState, rt: Runtime) -> GoalState:
         tokens_out=outcome.tokens_out,
         model_calls=outcome.model_calls,
         duration_ms=outcome.duration_ms,
+        disclosure=Disclosure(l1=len(outcome.offered)),
     )
-    state.plan_metrics.disclosure["l1"] = len(outcome.offered)
     rt.emit(
         "plan.done",
         job=state.job_id,
@@ -181,7 +181,6 @@ def act_step(state: GoalState, index: int, rt: Runtime, *, feedback: Sequence[st
         sandbox=rt.sandbox,
         blackboard=board,
         store=rt.store,
-        available_tools=rt.available_tools,
     )
     for rel in _publish(step_dir, state.out_dir, state.work_dir / "inputs"):
         if rel not in state.published:
@@ -381,30 +380,16 @@ def _semantic(state: GoalState, rt: Runtime, expected: ExpectedOutputs, contract
 
 
 def _result(state: GoalState, report: ValidationReport | None) -> GoalResult:
-    metrics = state.plan_metrics.model_copy(deep=True)
+    metrics = state.plan_metrics.plus([r.metrics for r in [*state.superseded, *state.results]], report)
     unmet: list[Unmet] = []
     stdout: list[Any] = []
     stats = ValidationStats()
-    for r in [*state.superseded, *state.results]:
-        m = r.metrics
-        metrics.tokens_in += m.tokens_in
-        metrics.tokens_out += m.tokens_out
-        metrics.tool_calls += m.tool_calls
-        metrics.model_calls += m.model_calls
-        metrics.duration_ms += m.duration_ms
-        metrics.containers += m.containers
-        metrics.memo_hits += m.memo_hits
-        for key in ("l2", "l3", "dedup_hits"):
-            metrics.disclosure[key] += getattr(m.disclosure, key)
     for r in state.results:
         stats.merge(r.validation_stats)
         unmet += r.unmet
         stdout += [s for s in r.stdout_results if s is not None]
     if report is not None:
         stats.add(report)
-        metrics.tokens_in += report.tokens_in
-        metrics.tokens_out += report.tokens_out
-        metrics.duration_ms += report.duration_ms
     statuses = {r.status for r in state.results}
     validated = report is None or report.pass_
     failed = next((r for r in state.results if r.status == "failed"), None)

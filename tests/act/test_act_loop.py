@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from act_helpers import act, expect_files
 
 from orchestrator.config import Budgets
@@ -181,7 +182,7 @@ def test_token_budget_counts_the_usage_the_api_reports(write_skill, skills_root,
     write_skill("docs", "Read [a](a.md).", files={"a.md": "A\n"})
     heavy = Usage(prompt_tokens=600, completion_tokens=10)
     model = ScriptedModel(
-        [tool_call_response("write_artifact", path="a.txt", text=f"v{i}", _usage=heavy) for i in range(3)]
+        [tool_call_response("write_artifact", path="a.txt", text=f"v{i}", _usage=heavy) for i in range(2)]
     )
     result = act(
         "docs",
@@ -195,6 +196,7 @@ def test_token_budget_counts_the_usage_the_api_reports(write_skill, skills_root,
     assert result.metrics.tokens_in == 1200 and result.remaining_budgets.tokens == 0
 
 
+@pytest.mark.unused_script_steps  # how many slow turns fit in the budget depends on the machine
 def test_time_budget_ends_the_act(write_skill, skills_root, settings, tmp_path):
     import time
 

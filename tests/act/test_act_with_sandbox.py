@@ -8,6 +8,7 @@ from act_helpers import act, expect_files
 
 from orchestrator.config import Budgets
 from orchestrator.testing import ScriptedModel, text_response, tool_call_response
+from orchestrator.testing.sandbox import InMemorySandbox
 
 MAKE_REPORT = """\
 import json, sys
@@ -164,7 +165,7 @@ def test_a_declared_tool_missing_from_the_image_is_refused_before_any_model_call
         settings=settings,
         out_dir=tmp_path / "out",
         blackboard=Blackboard(),
-        available_tools=lambda: {"python3": "3.11", "node": "18"},
+        sandbox=InMemorySandbox(tools={"python3": "3.11", "node": "18"}),
     )
     assert result.status == "failed" and result.exit_reason == "missing_tool"
     assert "ffmpeg" in result.unmet[0].why and model.calls == []

@@ -7,7 +7,7 @@ import base64
 from orchestrator.llm.factory import open_model
 from orchestrator.llm.interface import ImagePart, Message
 from orchestrator.llm.scenario import IMAGE_TOKENS, estimate_prompt_tokens
-from orchestrator.testing import start_scenario_server
+from orchestrator.llm.scenario_server import start_scenario_server
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 30_000).decode()
 

@@ -15,7 +15,7 @@ from orchestrator.errors import ConfigError, ModelError
 from orchestrator.llm.factory import open_model, parse_model_spec
 from orchestrator.llm.interface import ChatModel, Message, Usage
 from orchestrator.llm.openai_client import OpenAIChatModel
-from orchestrator.testing import start_scenario_server
+from orchestrator.llm.scenario_server import start_scenario_server
 
 
 def test_openai_models_honour_openai_base_url_and_key(write_scenario, fast_settings, monkeypatch) -> None:

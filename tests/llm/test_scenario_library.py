@@ -16,7 +16,7 @@ from orchestrator.errors import ConfigError, ModelError
 from orchestrator.llm.factory import open_model
 from orchestrator.llm.interface import Message
 from orchestrator.llm.openai_client import OpenAIChatModel
-from orchestrator.testing.scenario_server import ScenarioLibraryServer, load_library
+from orchestrator.llm.scenario_server import ScenarioLibraryServer, load_library
 
 COUNT = """
 goal: count

@@ -14,7 +14,8 @@ from orchestrator.errors import ModelError
 from orchestrator.llm.factory import open_model, open_scripted_model
 from orchestrator.llm.interface import Message, ToolCall, ToolSpec
 from orchestrator.llm.openai_client import OpenAIChatModel
-from orchestrator.testing import ScriptMismatch, start_scenario_server
+from orchestrator.llm.scenario import ScriptMismatch
+from orchestrator.llm.scenario_server import start_scenario_server
 
 RUN_SCRIPT = ToolSpec(
     name="run_script",
@@ -164,10 +165,11 @@ def test_an_unmet_expectation_is_a_model_error_with_the_scenario_message(
     )
     with open_scripted_model(path, fast_settings) as (model, server), pytest.raises(ModelError) as info:
         model.complete([user("hello")], tools=[RUN_SCRIPT], purpose="act")
-    assert info.value.message == f"scenario {path} step 1 (purpose act): {problem}"
+    # The adapter treats our server like any OpenAI-compatible one: a 400 whose message is the scenario's.
+    assert info.value.message.endswith(f"(HTTP 400): scenario {path} step 1 (purpose act): {problem}")
     assert info.value.data["code"] == "scenario_mismatch"
     assert info.value.where == "model:act"
-    assert server.failures == [info.value.message]
+    assert server.failures == [f"scenario {path} step 1 (purpose act): {problem}"]
     with pytest.raises(ScriptMismatch, match="1 of 1 steps were never requested"):
         server.assert_all_used()
 
@@ -208,8 +210,8 @@ def test_a_request_after_the_last_step_is_refused(write_scenario, fast_settings)
         model.complete([user("one")])
         with pytest.raises(ModelError) as info:
             model.complete([user("two")], purpose="reflect")
-    assert info.value.message == (
-        f"scenario {path}: request 2 (purpose reflect) came after all 1 steps were used; "
+    assert info.value.message.endswith(
+        f"(HTTP 400): scenario {path}: request 2 (purpose reflect) came after all 1 steps were used; "
         "the runtime made more model calls than scripted"
     )
     assert len(server.failures) == 1

@@ -60,6 +60,7 @@ def test_an_unexpected_extra_call_fails_loudly() -> None:
     assert len(model.calls) == 2
 
 
+@pytest.mark.unused_script_steps
 def test_unused_responses_fail_assert_all_used() -> None:
     model = ScriptedModel([text_response("a"), text_response("b")])
     model.complete([user("one")])

@@ -168,7 +168,7 @@ def test_a_script_symlinked_to_a_host_file_is_refused(make_skill, open_job, tmp_
     job = open_job(root)
     with pytest.raises(SandboxRefused) as caught:
         job.run_script("evil.py")
-    assert caught.value.data["violation"] == "path_escape"
+    assert caught.value.violation == "path_escape"
 
 
 # -- processes, memory, time ------------------------------------------------------------------------------------
@@ -450,6 +450,6 @@ def test_scripts_outside_the_policy_are_refused_before_any_container_starts(
     with pytest.raises(SandboxRefused) as caught:
         job.run_script(script)
     after = containers_of_job()
-    assert caught.value.data["violation"] == violation
+    assert caught.value.violation == violation
     assert after == before
     assert job.run_script("ok.py").ok  # the job is still usable

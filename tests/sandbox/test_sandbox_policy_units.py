@@ -32,7 +32,7 @@ def test_an_allowed_program_keeps_every_argument_literally():
 def test_a_program_not_on_the_list_is_refused_with_the_list(argv):
     with pytest.raises(SandboxRefused) as caught:
         resolve_command(argv, ALLOWED)
-    assert caught.value.data["violation"] == "command_not_allowed"
+    assert caught.value.violation == "command_not_allowed"
     assert caught.value.data["allowed"] == list(ALLOWED)
     assert "python3, soffice, pdftoppm" in caught.value.message
 
@@ -40,7 +40,7 @@ def test_a_program_not_on_the_list_is_refused_with_the_list(argv):
 def test_an_empty_command_is_refused():
     with pytest.raises(SandboxRefused) as caught:
         resolve_command([], ALLOWED)
-    assert caught.value.data["violation"] == "empty_command"
+    assert caught.value.violation == "empty_command"
 
 
 def test_the_default_list_has_the_document_toolchain():

@@ -118,7 +118,7 @@ def test_a_host_write_that_does_not_fit_raises_disk_full_and_leaves_nothing(make
     job.write_file("small.bin", b"s" * 1024)
     with pytest.raises(SandboxError) as caught:
         job.write_file("big.bin", b"b" * (3 * 1024 * 1024))
-    assert caught.value.data["code"] == "disk_full" and caught.value.retryable is False
+    assert caught.value.code == "disk_full" and caught.value.retryable is False
     assert [f.path for f in job.list_files()] == ["small.bin"]
 
 
@@ -147,7 +147,7 @@ def test_symlinks_made_in_build_are_neither_read_nor_exported(make_skill, open_j
     assert job.run_script("link.py").ok
     with pytest.raises(SandboxError) as caught:
         job.read_file("passwd")
-    assert caught.value.data["code"] == "not_a_file"
+    assert caught.value.code == "not_a_file"
     assert [f.path for f in job.list_files()] == ["real.txt"]
     out = tmp_path / "export"
     assert [f.path for f in job.export(out)] == ["real.txt"]
@@ -164,7 +164,7 @@ def test_export_does_not_write_through_a_symlink_at_the_destination(make_skill, 
     job.write_file("real.txt", b"overwritten?")
     with pytest.raises(SandboxError) as caught:
         job.export(out)
-    assert caught.value.data["code"] == "unsafe_destination"
+    assert caught.value.code == "unsafe_destination"
     assert victim.read_text() == "original"
 
 
@@ -172,7 +172,7 @@ def test_missing_files_in_build_are_reported(make_skill, open_job):
     job = open_job(make_skill({"x.py": "print('{}')"}))
     with pytest.raises(SandboxError) as caught:
         job.read_file("nope.txt")
-    assert caught.value.data["code"] == "not_found"
+    assert caught.value.code == "not_found"
 
 
 def test_inputs_are_mounted_read_only(make_skill, open_job, tmp_path):
@@ -269,14 +269,14 @@ def test_a_missing_image_names_the_build_command(make_skill, sandbox_settings, d
         runner.open_job("x", make_skill({"echo.py": ECHO}))
     runner.close()
     assert "python -m orchestrator sandbox build-image" in str(caught.value)
-    assert caught.value.retryable is False and caught.value.data["code"] == "image_missing"
+    assert caught.value.retryable is False and caught.value.code == "image_missing"
 
 
 def test_an_unreachable_engine_is_a_retryable_error(monkeypatch, tmp_path):
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-docker.sock")
     with pytest.raises(SandboxError) as caught:
         connect(timeout_s=5)
-    assert caught.value.retryable is True and caught.value.data["code"] == "engine_unreachable"
+    assert caught.value.retryable is True and caught.value.code == "engine_unreachable"
 
 
 def test_a_missing_skill_root_is_refused(open_job, tmp_path):

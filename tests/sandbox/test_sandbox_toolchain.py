@@ -151,7 +151,7 @@ def test_a_missing_build_script_is_refused_without_a_container(make_skill, open_
     before = created_containers(docker_client, since, job)  # the next call's container, made ahead of time
     with pytest.raises(SandboxRefused) as caught:
         job.run_script("build/nope.py")
-    assert caught.value.data["violation"] == "not_found"
+    assert caught.value.violation == "not_found"
     assert created_containers(docker_client, since, job) == before
 
 

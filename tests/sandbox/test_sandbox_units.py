@@ -76,14 +76,14 @@ def test_a_symlink_inside_the_skill_runs_its_target(skill):
 def test_scripts_outside_the_policy_are_refused(skill, script, violation):
     with pytest.raises(SandboxRefused) as caught:
         resolve_script(skill, script, ALLOWED)
-    assert caught.value.data["violation"] == violation
+    assert caught.value.violation == violation
     assert caught.value.retryable is False and caught.value.next_step
 
 
 def test_allowed_extensions_are_configurable_but_need_an_interpreter(skill):
     with pytest.raises(SandboxRefused) as caught:
         resolve_script(skill, "tool.rb", (*ALLOWED, ".rb"))
-    assert caught.value.data["violation"] == "no_interpreter"
+    assert caught.value.violation == "no_interpreter"
     with pytest.raises(SandboxRefused):
         resolve_script(skill, "run.sh", (".py",))
 
@@ -107,7 +107,7 @@ def test_a_command_line_that_cannot_be_passed_is_refused(skill):
     for argv in (["a\0b"], ["x"] * 300, ["y" * 200_000], [1]):
         with pytest.raises(SandboxRefused) as caught:
             resolve_script(skill, "scripts/make.py", ALLOWED, argv)
-        assert caught.value.data["violation"] == "bad_argv"
+        assert caught.value.violation == "bad_argv"
 
 
 def test_build_paths_are_normalised_or_refused():

@@ -1,21 +1,56 @@
 """The Act tools: typed functions whose argument models give the JSON schemas offered to the model.
 
-A tool never raises for something the model can fix: it returns ``ToolOutcome(ok=False, error=...)`` and the model
-sees the reason. Only misuse or infrastructure failures propagate (a ``SandboxError`` that is not the script's fault).
+How to add a tool
+-----------------
+1. In the module for what it does (``reading``, ``producing``, ``running``, or a new one), write an argument model
+   and a function, and decorate it::
+
+       class CountLinesArgs(ToolArgs):
+           path: str = Field(description="A file under build/.")
+
+       @tool("Count the lines of a file under build/.")
+       def count_lines(ctx: ActContext, args: CountLinesArgs) -> ToolOutcome:
+           data = ctx.deps.build.read_file(args.path)
+           return ToolOutcome(ok=True, data={"lines": data.count(b"\\n")})
+
+   The tool's name is the function's name (or ``@tool(..., name=...)``); the JSON schema the model sees comes from
+   the argument model (its field descriptions included). Arguments arrive validated, as the model object.
+2. Add it to ``TOOLS`` below (the order is the order the model sees).
+
+A tool uses ``ctx.deps`` (frozen: request, settings, skill library, build area, blackboard, memo store) and may
+update ``ctx.state`` (what the run learned). It never raises for something the model can fix: it returns
+``fail("why", **data)`` and the model sees the reason. What the loop must act on is the outcome's one ``effect``:
+``Finish`` (validate and end), ``Violation`` (end the Act: a sandbox rule was broken, see ``violation(...)``) or
+``RepeatedRead`` (content already sent). Record facts ride on the outcome too (``changed_files`` for progress,
+``disclosure`` L2/L3, ``memo_hit``, ``container``); the loop turns them into the step's record and the metrics.
+Only infrastructure failures propagate (a ``SandboxError`` that is not the script's fault ends the Act).
 """
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Iterable, Iterator
+from typing import Any
 
-from orchestrator.act.tools._base import Tool, ToolArgs, ToolOutcome, fail, is_script
+from pydantic import ValidationError
+
+from orchestrator.act.context import ActContext
+from orchestrator.act.tools._base import (
+    Effect,
+    Finish,
+    PreparedCall,
+    RepeatedRead,
+    Tool,
+    ToolArgs,
+    ToolOutcome,
+    Violation,
+    fail,
+    is_script,
+    tool,
+    violation,
+)
 from orchestrator.act.tools.producing import (
-    BlackboardGetArgs,
-    BlackboardPutArgs,
-    FinishArgs,
-    TemplateExpandArgs,
-    ValidateArgs,
-    WriteArtifactArgs,
     blackboard_get,
     blackboard_put,
     finish,
@@ -23,89 +58,32 @@ from orchestrator.act.tools.producing import (
     validate,
     write_artifact,
 )
-from orchestrator.act.tools.reading import (
-    DiffArgs,
-    ListFilesArgs,
-    NoArgs,
-    ReadFileArgs,
-    ReadRefArgs,
-    SummarizeArgs,
-    diff,
-    list_files,
-    read_file,
-    read_ref,
-    read_skill_md,
-    summarize,
-)
-from orchestrator.act.tools.running import RunScriptArgs, run_script
+from orchestrator.act.tools.reading import diff, list_files, read_file, read_ref, read_skill_md, summarize
+from orchestrator.act.tools.running import run_script
+from orchestrator.errors import OrchestratorError, SandboxError, SandboxRefused
 from orchestrator.llm.interface import ToolSpec
+from orchestrator.logs import get_logger
 
-__all__ = ["TOOLS", "Tool", "ToolArgs", "ToolOutcome", "fail", "is_script", "tool_name", "tool_specs"]
+__all__ = [
+    "TOOLS",
+    "Effect",
+    "Finish",
+    "PreparedCall",
+    "RepeatedRead",
+    "Tool",
+    "ToolArgs",
+    "ToolOutcome",
+    "ToolSet",
+    "Violation",
+    "fail",
+    "is_script",
+    "tool",
+    "tool_name",
+    "violation",
+]
 
-TOOLS: dict[str, Tool] = {
-    t.name: t
-    for t in (
-        Tool(
-            "read_skill_md",
-            "Read this skill's SKILL.md (L2). Sent once; repeats say it is unchanged.",
-            NoArgs,
-            read_skill_md,
-        ),
-        Tool(
-            "read_ref",
-            "Read a file referenced by SKILL.md (L3, on demand). Scripts are described, never shown.",
-            ReadRefArgs,
-            read_ref,
-        ),
-        Tool(
-            "list_files",
-            "List files of the skill (glob), of build/ ('build/**') or of inputs/ ('inputs/**').",
-            ListFilesArgs,
-            list_files,
-        ),
-        Tool("read_file", "Read a text file from the skill root, build/ or inputs/.", ReadFileArgs, read_file),
-        Tool(
-            "template_expand",
-            "Render a Jinja2 template (sandboxed) with data; optionally write it to build/.",
-            TemplateExpandArgs,
-            template_expand,
-        ),
-        Tool(
-            "validate",
-            "Check a file/object against a JSON Schema, or build/ against contract rules "
-            "(no arguments: the expected outputs of this step).",
-            ValidateArgs,
-            validate,
-        ),
-        Tool(
-            "run_script",
-            "Run a skill script in the sandbox: stdin = args JSON, stdout = JSON; it may write build/. No network.",
-            RunScriptArgs,
-            run_script,
-        ),
-        Tool(
-            "write_artifact",
-            "Write a text or base64 file under build/ (versioned).",
-            WriteArtifactArgs,
-            write_artifact,
-        ),
-        Tool("summarize", "Extractive summary of a text or file.", SummarizeArgs, summarize),
-        Tool("diff", "Compare two text files (skill root, build/ or inputs/).", DiffArgs, diff),
-        Tool(
-            "blackboard_put",
-            "Store a small JSON value for later steps and later skills.",
-            BlackboardPutArgs,
-            blackboard_put,
-        ),
-        Tool("blackboard_get", "Read a value stored on the blackboard.", BlackboardGetArgs, blackboard_get),
-        Tool(
-            "finish",
-            "Declare the outputs done; they are validated before the skill ends.",
-            FinishArgs,
-            finish,
-        ),
-    )
-}
+
+_log = get_logger("orchestrator.act")
 
 
 def tool_name(name: str) -> str:
@@ -113,5 +91,68 @@ def tool_name(name: str) -> str:
     return re.sub(r"(?<=[a-z0-9])([A-Z])", r"_\1", name.strip()).replace(".", "_").replace("-", "_").lower()
 
 
-def tool_specs() -> list[ToolSpec]:
-    return [t.spec() for t in TOOLS.values()]
+class ToolSet:
+    """The tools offered to the model, by name (design-document spellings are understood too)."""
+
+    def __init__(self, tools: Iterable[Tool[Any]]) -> None:
+        self._tools: dict[str, Tool[Any]] = {}
+        for t in tools:
+            if t.name in self._tools:
+                raise ValueError(f"two tools are named {t.name!r}")
+            self._tools[t.name] = t
+
+    def get(self, name: str) -> Tool[Any] | None:
+        return self._tools.get(name) or self._tools.get(tool_name(name))
+
+    def specs(self) -> list[ToolSpec]:
+        return [t.spec() for t in self._tools.values()]
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def __iter__(self) -> Iterator[Tool[Any]]:
+        return iter(self._tools.values())
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and self.get(name) is not None
+
+    def call(self, ctx: ActContext, name: str, arguments: str | None) -> tuple[PreparedCall | None, ToolOutcome]:
+        """Find the tool, validate the arguments once, run it. Whatever the model can fix becomes a failed outcome
+        it will see; a ``SandboxError`` (the engine, not the model) propagates."""
+        tool = self.get(name)
+        if tool is None:
+            return None, fail(f"unknown tool {name!r}; available: {', '.join(self.names())}")
+        try:
+            prepared = tool.prepare(arguments)
+        except (json.JSONDecodeError, ValidationError) as e:
+            return None, fail(f"bad arguments for {name}: {e}")
+        try:
+            return prepared, prepared.run(ctx)
+        except SandboxRefused as e:
+            return prepared, ToolOutcome(ok=False, error=str(e), effect=Violation(f"sandbox refused: {e.message}"))
+        except SandboxError:
+            raise
+        except (OrchestratorError, ValueError, OSError) as e:
+            return prepared, fail(f"{name} failed: {e}")
+        except Exception as e:  # a bug of ours must not cost the run: the model and the evidence see it
+            _log.exception("act.tool_crashed", tool=name)
+            return prepared, fail(f"{name} failed unexpectedly: {type(e).__name__}: {e}")
+
+
+TOOLS = ToolSet(
+    [
+        read_skill_md,
+        read_ref,
+        list_files,
+        read_file,
+        template_expand,
+        validate,
+        run_script,
+        write_artifact,
+        summarize,
+        diff,
+        blackboard_put,
+        blackboard_get,
+        finish,
+    ]
+)

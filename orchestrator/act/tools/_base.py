@@ -1,12 +1,13 @@
-"""The shape every Act tool shares: typed arguments in, a structured outcome out."""
+"""The shape every Act tool shares: typed arguments in, a typed outcome (with at most one effect) out."""
 
 from __future__ import annotations
 
+import inspect
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, Generic, Literal, TypeVar, cast, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -18,23 +19,54 @@ MAX_SCRIPT_FAILURES = 2  # the first failure plus exactly one informed retry
 
 
 class ToolArgs(BaseModel):
+    """Base of every tool's argument model: unknown fields are refused, ``reason`` is kept as evidence."""
+
     model_config = ConfigDict(extra="forbid")
 
     reason: str = Field("", description="Why this step, in at most a few words (kept as evidence).")
 
 
+# --- effects: what a tool asks of the loop (at most one per outcome) -------------------------------------------
+
+
+@dataclass(frozen=True)
+class Finish:
+    """The model declares its outputs done; the loop validates them."""
+
+    summary: str
+    outputs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Violation:
+    """A sandbox or confinement rule was broken: the Act ends."""
+
+    what: str
+
+
+@dataclass(frozen=True)
+class RepeatedRead:
+    """Content already sent was asked for again; ``path`` is the document (empty when not a skill document)."""
+
+    path: str = ""
+
+
+Effect = Finish | Violation | RepeatedRead
+Disclosure = Literal["L2", "L3"]
+
+
 @dataclass(frozen=True)
 class ToolOutcome:
+    """What a tool call gave: the model sees ``ok``/``data``/``error``; the rest becomes the step's record."""
+
     ok: bool
     data: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
     changed_files: tuple[str, ...] = ()
-    disclosure: str | None = None  # "L2" | "L3"
+    disclosure: Disclosure | None = None
     memo_hit: bool = False
-    dedup: bool = False
     container: dict[str, Any] | None = None
-    finish: bool = False
-    violation: str | None = None  # a sandbox/confinement violation: the Act exits early
+    effect: Effect | None = None
 
     def content(self) -> str:
         payload = {"ok": self.ok, **self.data}
@@ -43,22 +75,67 @@ class ToolOutcome:
         return json.dumps(payload, ensure_ascii=False, default=str)
 
 
+A = TypeVar("A", bound=ToolArgs)
+ToolFn = Callable[[ActContext, A], ToolOutcome]
+
+
 @dataclass(frozen=True)
-class Tool:
+class PreparedCall:
+    """A call whose arguments validated: the model object and the function to apply to a context."""
+
+    name: str
+    args: ToolArgs
+    run: Callable[[ActContext], ToolOutcome]
+
+
+@dataclass(frozen=True)
+class Tool(Generic[A]):
+    """A typed tool: its argument model (from the function's signature) gives the JSON schema the model sees."""
+
     name: str
     description: str
-    args_model: type[ToolArgs]
-    fn: Callable[[ActContext, Any], ToolOutcome]
+    args_model: type[A]
+    fn: ToolFn[A]
+
+    def __call__(self, ctx: ActContext, args: A) -> ToolOutcome:
+        return self.fn(ctx, args)
 
     def spec(self) -> ToolSpec:
         schema = self.args_model.model_json_schema()
         schema.pop("title", None)
         return ToolSpec(name=self.name, description=self.description, parameters=schema)
 
+    def prepare(self, arguments: str | None) -> PreparedCall:
+        """Parse and validate the raw JSON arguments, once.
+
+        Raises ``json.JSONDecodeError`` or ``pydantic.ValidationError`` when they do not fit (the model is told).
+        """
+        raw = json.loads(arguments or "{}")
+        args = self.args_model.model_validate({} if raw is None else raw)
+        return PreparedCall(self.name, args, lambda ctx: self.fn(ctx, args))
+
+
+def tool(description: str, *, name: str | None = None) -> Callable[[ToolFn[A]], Tool[A]]:
+    """Make ``fn(ctx, args: SomeArgs) -> ToolOutcome`` a :class:`Tool`; ``SomeArgs`` comes from its signature."""
+
+    def wrap(fn: ToolFn[A]) -> Tool[A]:
+        params = list(inspect.signature(fn).parameters)
+        args_model = get_type_hints(fn).get(params[1]) if len(params) == 2 else None
+        if not (isinstance(args_model, type) and issubclass(args_model, ToolArgs)):
+            raise TypeError(f"tool {fn.__name__} must be fn(ctx: ActContext, args: <ToolArgs subclass>)")
+        return Tool(name or fn.__name__, description, cast("type[A]", args_model), fn)
+
+    return wrap
+
 
 def fail(error: str, **data: Any) -> ToolOutcome:
     return ToolOutcome(ok=False, error=error, data=data)
 
 
+def violation(error: str, what: str) -> ToolOutcome:
+    """A refused call that also ends the Act (path escape, script outside the skill root, sandbox refusal)."""
+    return ToolOutcome(ok=False, error=error, effect=Violation(what))
+
+
 def is_script(ctx: ActContext, rel_path: str) -> bool:
-    return PurePosixPath(rel_path).suffix.lower() in ctx.settings.sandbox.allowed_extensions
+    return PurePosixPath(rel_path).suffix.lower() in ctx.deps.settings.sandbox.allowed_extensions

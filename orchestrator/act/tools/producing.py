@@ -11,21 +11,33 @@ from typing import Any
 
 import jinja2
 import jsonschema
+import yaml
 from jinja2.sandbox import SandboxedEnvironment
 from pydantic import AliasChoices, Field
 
 from orchestrator.act.context import ActContext
-from orchestrator.act.tools._base import MAX_VALUE_BYTES, ToolArgs, ToolOutcome, fail, is_script
+from orchestrator.act.tools._base import (
+    MAX_VALUE_BYTES,
+    Finish,
+    ToolArgs,
+    ToolOutcome,
+    fail,
+    is_script,
+    tool,
+    violation,
+)
 from orchestrator.act.tools.reading import input_path
 from orchestrator.act.workspace import clean_build_path
-from orchestrator.errors import PathEscapeError, SandboxError, SkillError, ValidationRulesError
+from orchestrator.errors import PathEscapeError, SandboxError, SandboxErrorCode, SkillError, ValidationRulesError
 from orchestrator.tokens import cut_to_tokens
+from orchestrator.validate.rules import ContractRules, ExpectedOutputs
+from orchestrator.validate.validator import validate_outputs
 
 # --- producing ---------------------------------------------------------------------------------------------------
 
 
 def record_write(ctx: ActContext, rel: str, sha: str, size: int) -> tuple[str, bool]:
-    version, changed = ctx.blackboard.record_artifact(rel, sha, size, ctx.request.skill_id)
+    version, changed = ctx.deps.blackboard.record_artifact(rel, sha, size, ctx.deps.request.skill_id)
     return version.label, changed
 
 
@@ -42,13 +54,14 @@ class WriteArtifactArgs(ToolArgs):
     )
 
 
+@tool("Write a text or base64 file under build/ (versioned).")
 def write_artifact(ctx: ActContext, args: WriteArtifactArgs) -> ToolOutcome:
     if (args.text is None) == (args.base64 is None):
         return fail("give exactly one of text or base64")
     try:
         rel = clean_build_path(args.path)
     except PathEscapeError as e:
-        return ToolOutcome(ok=False, error=str(e), violation=f"write outside build/: {args.path}")
+        return violation(str(e), f"write outside build/: {args.path}")
     except ValueError as e:
         return fail(str(e))
     try:
@@ -58,9 +71,9 @@ def write_artifact(ctx: ActContext, args: WriteArtifactArgs) -> ToolOutcome:
     except binascii.Error as e:
         return fail(f"base64 is not valid: {e}")
     try:
-        written = ctx.build.write_file(rel, data)
+        written = ctx.deps.build.write_file(rel, data)
     except SandboxError as e:
-        if e.data.get("code") == "disk_full":
+        if e.code is SandboxErrorCode.DISK_FULL:
             return fail(str(e), hint="write less, or remove earlier drafts")
         raise
     label, changed = record_write(ctx, rel, written.sha256, written.size)
@@ -94,16 +107,17 @@ class TemplateExpandArgs(ToolArgs):
     )
 
 
+@tool("Render a Jinja2 template (sandboxed) with data; optionally write it to build/.")
 def template_expand(ctx: ActContext, args: TemplateExpandArgs) -> ToolOutcome:
     if is_script(ctx, args.template_path):
         return fail(f"refused: {args.template_path} is a script; scripts are run with run_script, never expanded")
     try:
         if args.template_path.startswith("build/"):
-            source = ctx.build.read_file(args.template_path).decode("utf-8")
+            source = ctx.deps.build.read_file(args.template_path).decode("utf-8")
         else:
-            source, _ = ctx.library.read_text(ctx.request.skill_id, args.template_path)
+            source, _ = ctx.deps.library.read_text(ctx.deps.request.skill_id, args.template_path)
     except PathEscapeError as e:
-        return ToolOutcome(ok=False, error=str(e), violation=f"path escape: {args.template_path}")
+        return violation(str(e), f"path escape: {args.template_path}")
     except (SkillError, FileNotFoundError, SandboxError, UnicodeDecodeError) as e:
         return fail(f"cannot read template {args.template_path}: {e}")
     # No loader: a template cannot include or extend other files (and so cannot pull in a script's source).
@@ -113,7 +127,7 @@ def template_expand(ctx: ActContext, args: TemplateExpandArgs) -> ToolOutcome:
     except Exception as e:  # noqa: BLE001 - untrusted templates fail in many ways (SecurityError, TypeError, ...)
         return fail(f"template {args.template_path} failed: {type(e).__name__}: {e}")
     if args.output_path is None:
-        shown, cut = cut_to_tokens(rendered, ctx.settings.disclosure.l3_max_tokens)
+        shown, cut = cut_to_tokens(rendered, ctx.deps.settings.disclosure.l3_max_tokens)
         return ToolOutcome(ok=True, data={"text": shown, "cut_tokens": cut})
     return write_artifact(ctx, WriteArtifactArgs(path=args.output_path, text=rendered, reason=args.reason))
 
@@ -140,25 +154,26 @@ class ValidateArgs(ToolArgs):
     )
 
 
+@tool(
+    "Check a file/object against a JSON Schema, or build/ against contract rules "
+    "(no arguments: the expected outputs of this step)."
+)
 def validate(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
-    from orchestrator.validate.rules import ContractRules, ExpectedOutputs
-    from orchestrator.validate.validator import validate_outputs
-
     if args.schema_ is not None:
         return _validate_schema(ctx, args)
     try:
         rules = (
-            ctx.request.expected.rules
+            ctx.deps.request.expected.rules
             if args.rules is None
-            else ContractRules.from_mapping(args.rules, source="validate(rules=...)", schema_base=ctx.skill_root)
+            else ContractRules.from_mapping(args.rules, source="validate(rules=...)", schema_base=ctx.deps.skill_root)
         )
     except ValidationRulesError as e:
         return fail(f"rules are malformed: {e}")
     with tempfile.TemporaryDirectory(prefix="orch-validate-") as tmp:
-        ctx.build.export(Path(tmp))
+        ctx.deps.build.export(Path(tmp))
         try:
             report = validate_outputs(
-                Path(tmp), ExpectedOutputs(rules=rules), model=None, qa_mode="off", schema_base=ctx.skill_root
+                Path(tmp), ExpectedOutputs(rules=rules), model=None, qa_mode="off", schema_base=ctx.deps.skill_root
             )
         except ValidationRulesError as e:
             return fail(f"rules are malformed: {e}")
@@ -170,17 +185,16 @@ def _validate_schema(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
     schema: Any = args.schema_
     try:
         if isinstance(schema, str):
-            schema = json.loads(ctx.library.read_text(ctx.request.skill_id, schema)[0])
+            schema = json.loads(ctx.deps.library.read_text(ctx.deps.request.skill_id, schema)[0])
         if args.path is not None:
             if is_script(ctx, args.path):
                 return fail(f"refused: {args.path} is a script; validate its output instead")
             if args.path.startswith("build/"):
-                raw = ctx.build.read_file(args.path)
+                raw = ctx.deps.build.read_file(args.path)
             elif args.path.startswith("inputs/"):
                 raw = input_path(ctx, args.path).read_bytes()
             else:
-                raw = ctx.library.read_text(ctx.request.skill_id, args.path)[0].encode("utf-8")
-            import yaml
+                raw = ctx.deps.library.read_text(ctx.deps.request.skill_id, args.path)[0].encode("utf-8")
 
             instance = yaml.safe_load(raw.decode("utf-8")) if args.path.endswith((".yaml", ".yml")) else json.loads(raw)
         else:
@@ -188,7 +202,7 @@ def _validate_schema(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
         jsonschema.validators.validator_for(schema).check_schema(schema)
         errors = sorted(jsonschema.validators.validator_for(schema)(schema).iter_errors(instance), key=str)
     except PathEscapeError as e:
-        return ToolOutcome(ok=False, error=str(e), violation="path escape in validate")
+        return violation(str(e), "path escape in validate")
     except Exception as e:  # noqa: BLE001 - unreadable file, bad JSON, bad schema: all fixable by the model
         return fail(f"cannot validate: {type(e).__name__}: {e}")
     violations = [f"{'/'.join(map(str, err.absolute_path)) or '(root)'}: {err.message}" for err in errors[:20]]
@@ -204,22 +218,24 @@ class BlackboardPutArgs(ToolArgs):
     value: Any
 
 
+@tool("Store a small JSON value for later steps and later skills.")
 def blackboard_put(ctx: ActContext, args: BlackboardPutArgs) -> ToolOutcome:
     size = len(json.dumps(args.value, default=str))
     if size > MAX_VALUE_BYTES:
         return fail(f"value is {size} bytes; the blackboard keeps at most {MAX_VALUE_BYTES} (write a file instead)")
-    ctx.blackboard.put(args.key, args.value)
-    return ToolOutcome(ok=True, data={"key": args.key, "keys": ctx.blackboard.keys()})
+    ctx.deps.blackboard.put(args.key, args.value)
+    return ToolOutcome(ok=True, data={"key": args.key, "keys": ctx.deps.blackboard.keys()})
 
 
 class BlackboardGetArgs(ToolArgs):
     key: str
 
 
+@tool("Read a value stored on the blackboard.")
 def blackboard_get(ctx: ActContext, args: BlackboardGetArgs) -> ToolOutcome:
-    found, value = ctx.blackboard.get(args.key)
+    found, value = ctx.deps.blackboard.get(args.key)
     if not found:
-        return fail(f"no blackboard entry {args.key!r}", keys=ctx.blackboard.keys())
+        return fail(f"no blackboard entry {args.key!r}", keys=ctx.deps.blackboard.keys())
     return ToolOutcome(ok=True, data={"key": args.key, "value": value})
 
 
@@ -228,5 +244,10 @@ class FinishArgs(ToolArgs):
     outputs: list[str] = Field(default_factory=list, description="The build/ paths that are the results.")
 
 
+@tool("Declare the outputs done; they are validated before the skill ends.")
 def finish(ctx: ActContext, args: FinishArgs) -> ToolOutcome:
-    return ToolOutcome(ok=True, data={"summary": args.summary, "outputs": args.outputs}, finish=True)
+    return ToolOutcome(
+        ok=True,
+        data={"summary": args.summary, "outputs": args.outputs},
+        effect=Finish(args.summary, tuple(args.outputs)),
+    )

@@ -15,7 +15,16 @@ from pydantic import AliasChoices, Field
 from orchestrator.act.context import ActContext
 from orchestrator.act.paging import MAX_PAGE_CHARS, Page, cut_marker, next_call, page_of
 from orchestrator.act.text import diff_summary, summarize_text
-from orchestrator.act.tools._base import ToolArgs, ToolOutcome, fail, is_script
+from orchestrator.act.tools._base import (
+    Disclosure,
+    RepeatedRead,
+    ToolArgs,
+    ToolOutcome,
+    fail,
+    is_script,
+    tool,
+    violation,
+)
 from orchestrator.errors import PathEscapeError, SandboxError, SkillError
 from orchestrator.skills.cache import DEFAULT_MAX_BYTES
 from orchestrator.skills.frontmatter import SKILL_MD
@@ -36,33 +45,33 @@ class _Window:
 
 
 def _send_text(
-    ctx: ActContext, *, path: str, text: str, sha: str, level: str, full: bool, window: _Window
+    ctx: ActContext, *, path: str, text: str, sha: str, level: Disclosure, full: bool, window: _Window
 ) -> ToolOutcome:
     """Send one page of ``text`` unless identical content was already sent (or digested in an earlier run)."""
     try:
         page = page_of(
-            text, offset=window.offset, limit_chars=window.limit, max_tokens=ctx.settings.disclosure.l3_max_tokens
+            text, offset=window.offset, limit_chars=window.limit, max_tokens=ctx.deps.settings.disclosure.l3_max_tokens
         )
     except ValueError as e:
         return fail(f"cannot read {path}: {e}", total_chars=len(text))
     whole = page.offset == 0 and page.next_offset is None
     key = sha if whole else f"{sha}@{page.offset}:{page.end}"
-    if key in ctx.sent:
+    if key in ctx.state.sent:
         return ToolOutcome(
             ok=True,
             data={
                 "path": path,
                 "sha256": sha,
                 "unchanged": True,
-                "note": f"identical content was already sent at step {ctx.sent[key]}; use it from there",
+                "note": f"identical content was already sent at step {ctx.state.sent[key]}; use it from there",
                 **_paging_data(page, window, path),
             },
-            dedup=True,
+            effect=RepeatedRead(path),
         )
-    summary = ctx.prior.digests.get(sha)
+    summary = ctx.deps.prior.digests.get(sha)
     if summary is not None and not full and page.offset == 0:
-        ctx.sent[sha] = ctx.step
-        ctx.read_docs[sha] = summary
+        ctx.state.sent[sha] = ctx.state.step
+        ctx.state.read_docs[sha] = summary
         return ToolOutcome(
             ok=True,
             data={
@@ -73,13 +82,13 @@ def _send_text(
                 "call again with full=true for the whole text",
             },
             disclosure=level,
-            dedup=True,
+            effect=RepeatedRead(path),
         )
     shown = page.text
     if page.next_offset is not None:
         shown += cut_marker(page, next_call(window.tool, path, page.next_offset, window.limit))
-    ctx.sent[key] = ctx.step
-    ctx.read_docs[sha] = summarize_text(text)
+    ctx.state.sent[key] = ctx.state.step
+    ctx.state.read_docs[sha] = summarize_text(text)
     return ToolOutcome(
         ok=True,
         data={"path": path, "sha256": sha, "text": shown, **_paging_data(page, window, path)},
@@ -97,7 +106,7 @@ def _paging_data(page: Page, window: _Window, path: str) -> dict[str, object]:
 
 
 def _script_card(ctx: ActContext, rel_path: str) -> ToolOutcome:
-    path = ctx.library.resolve(ctx.request.skill_id, rel_path)
+    path = ctx.deps.library.resolve(ctx.deps.request.skill_id, rel_path)
     data = path.read_bytes()
     return ToolOutcome(
         ok=True,
@@ -121,17 +130,17 @@ def _read_skill_file(ctx: ActContext, rel_path: str, *, full: bool, window: _Win
             return _script_card(ctx, rel_path)
         if rel_path.strip().removeprefix("./") == SKILL_MD:
             # The body as L2 shows it, so the offset in L2's cut marker continues exactly where L2 stopped.
-            body = ctx.skill.body
+            body = ctx.deps.skill.body
             sha = hashlib.sha256(body.encode("utf-8", errors="surrogatepass")).hexdigest()
             return _send_text(ctx, path=SKILL_MD, text=body, sha=sha, level="L3", full=full, window=window)
-        text, sha = ctx.library.read_text(ctx.request.skill_id, rel_path, max_bytes=READ_MAX_BYTES)
+        text, sha = ctx.deps.library.read_text(ctx.deps.request.skill_id, rel_path, max_bytes=READ_MAX_BYTES)
     except PathEscapeError as e:
-        return ToolOutcome(ok=False, error=str(e), violation=f"path escape: {rel_path}")
+        return violation(str(e), f"path escape: {rel_path}")
     except (SkillError, FileNotFoundError) as e:
-        if ctx.library.resolve(ctx.request.skill_id, rel_path).exists():  # binary, a folder, unreadable
+        if ctx.deps.library.resolve(ctx.deps.request.skill_id, rel_path).exists():  # binary, a folder, unreadable
             return fail(f"cannot read {rel_path}: {e}")
-        if rel_path not in ctx.missing_refs:
-            ctx.missing_refs.append(rel_path)
+        if rel_path not in ctx.state.missing_refs:
+            ctx.state.missing_refs.append(rel_path)
         return fail(
             f"cannot read {rel_path}: it does not exist in the skill",
             missing=rel_path,
@@ -144,18 +153,19 @@ class NoArgs(ToolArgs):
     pass
 
 
+@tool("Read this skill's SKILL.md (L2). Sent once; repeats say it is unchanged.")
 def read_skill_md(ctx: ActContext, args: NoArgs) -> ToolOutcome:
-    body = ctx.library.l2(ctx.request.skill_id)
-    if body.sha256 in ctx.sent:
+    body = ctx.deps.library.l2(ctx.deps.request.skill_id)
+    if body.sha256 in ctx.state.sent:
         return ToolOutcome(
             ok=True,
-            data={"unchanged": True, "note": f"SKILL.md already sent at step {ctx.sent[body.sha256]}"},
-            dedup=True,
+            data={"unchanged": True, "note": f"SKILL.md already sent at step {ctx.state.sent[body.sha256]}"},
+            effect=RepeatedRead(),
         )
-    ctx.sent[body.sha256] = ctx.step
+    ctx.state.sent[body.sha256] = ctx.state.step
     return ToolOutcome(
         ok=True,
-        data={"skill": ctx.request.skill_id, "text": body.text, "truncated": body.truncated},
+        data={"skill": ctx.deps.request.skill_id, "text": body.text, "truncated": body.truncated},
         disclosure="L2",
     )
 
@@ -166,6 +176,7 @@ class ReadRefArgs(ToolArgs):
     full: bool = Field(False, description="Send the text even if a summary is available.")
 
 
+@tool("Read a file referenced by SKILL.md (L3, on demand). Scripts are described, never shown.")
 def read_ref(ctx: ActContext, args: ReadRefArgs) -> ToolOutcome:
     return _read_skill_file(ctx, args.path, full=args.full, window=_Window("read_ref", args.offset))
 
@@ -178,29 +189,30 @@ class ListFilesArgs(ToolArgs):
     )
 
 
+@tool("List files of the skill (glob), of build/ ('build/**') or of inputs/ ('inputs/**').")
 def list_files(ctx: ActContext, args: ListFilesArgs) -> ToolOutcome:
     pattern = args.glob.strip() or "**/*"
     if pattern.startswith("build/") or pattern == "build":
-        files = [f"build/{f.path}" for f in ctx.build.list_files()]
+        files = [f"build/{f.path}" for f in ctx.deps.build.list_files()]
         return ToolOutcome(ok=True, data={"files": files[:500], "count": len(files)})
     if pattern.startswith("inputs/"):
         return ToolOutcome(ok=True, data={"files": input_files(ctx)})
     try:
-        files = ctx.library.glob(ctx.request.skill_id, pattern)
+        files = ctx.deps.library.glob(ctx.deps.request.skill_id, pattern)
     except PathEscapeError as e:
-        return ToolOutcome(ok=False, error=str(e), violation=f"path escape: {pattern}")
+        return violation(str(e), f"path escape: {pattern}")
     return ToolOutcome(ok=True, data={"files": files[:500], "count": len(files), "inputs": input_files(ctx)})
 
 
 def input_files(ctx: ActContext) -> list[str]:
-    root = ctx.request.inputs_dir
+    root = ctx.deps.request.inputs_dir
     if root is None or not root.is_dir():
         return []
     return sorted(f"inputs/{p.relative_to(root).as_posix()}" for p in root.rglob("*") if p.is_file())
 
 
 def input_path(ctx: ActContext, rel_path: str) -> Path:
-    root = ctx.request.inputs_dir
+    root = ctx.deps.request.inputs_dir
     inner = rel_path.split("/", 1)[1] if "/" in rel_path else ""
     if root is None or not inner:
         raise FileNotFoundError(rel_path)
@@ -217,19 +229,20 @@ class ReadFileArgs(ToolArgs):
     full: bool = False
 
 
+@tool("Read a text file from the skill root, build/ or inputs/.")
 def read_file(ctx: ActContext, args: ReadFileArgs) -> ToolOutcome:
     path = args.path.strip()
     window = _Window("read_file", args.offset, args.limit)
     try:
         if path.startswith("build/"):
-            data = ctx.build.read_file(path, max_bytes=READ_MAX_BYTES + 1)
+            data = ctx.deps.build.read_file(path, max_bytes=READ_MAX_BYTES + 1)
         elif path.startswith("inputs/"):
             with input_path(ctx, path).open("rb") as fh:
                 data = fh.read(READ_MAX_BYTES + 1)
         else:
             return _read_skill_file(ctx, path, full=args.full, window=window)
     except PathEscapeError as e:
-        return ToolOutcome(ok=False, error=str(e), violation=f"path escape: {path}")
+        return violation(str(e), f"path escape: {path}")
     except (FileNotFoundError, IsADirectoryError, SandboxError) as e:
         return fail(f"cannot read {path}: {e}")
     sha = hashlib.sha256(data).hexdigest()
@@ -265,6 +278,7 @@ class SummarizeArgs(ToolArgs):
     max_items: int = Field(8, ge=1, le=40)
 
 
+@tool("Extractive summary of a text or file.")
 def summarize(ctx: ActContext, args: SummarizeArgs) -> ToolOutcome:
     if (args.text is None) == (args.path is None):
         return fail("give exactly one of text or path")
@@ -286,14 +300,14 @@ def summarize(ctx: ActContext, args: SummarizeArgs) -> ToolOutcome:
 def _load_text(ctx: ActContext, path: str) -> str | ToolOutcome:
     try:
         if path.startswith("build/"):
-            return ctx.build.read_file(path).decode("utf-8", errors="replace")
+            return ctx.deps.build.read_file(path).decode("utf-8", errors="replace")
         if path.startswith("inputs/"):
             return input_path(ctx, path).read_text(encoding="utf-8", errors="replace")
         if is_script(ctx, path):
             return fail("script source is never shown; compare outputs instead")
-        return ctx.library.read_text(ctx.request.skill_id, path)[0]
+        return ctx.deps.library.read_text(ctx.deps.request.skill_id, path)[0]
     except PathEscapeError as e:
-        return ToolOutcome(ok=False, error=str(e), violation=f"path escape: {path}")
+        return violation(str(e), f"path escape: {path}")
     except (SkillError, FileNotFoundError, IsADirectoryError, SandboxError) as e:
         return fail(f"cannot read {path}: {e}")
 
@@ -303,6 +317,7 @@ class DiffArgs(ToolArgs):
     b_path: str = Field(validation_alias=AliasChoices("b_path", "bPath", "b"))
 
 
+@tool("Compare two text files (skill root, build/ or inputs/).")
 def diff(ctx: ActContext, args: DiffArgs) -> ToolOutcome:
     a = _load_text(ctx, args.a_path)
     if isinstance(a, ToolOutcome):

@@ -10,7 +10,7 @@ from pydantic import AliasChoices, Field
 from orchestrator.act.context import ActContext
 from orchestrator.act.memo import MemoEntry, ScriptReplay, canonical_digest
 from orchestrator.act.text import scrub_source_lines
-from orchestrator.act.tools._base import MAX_SCRIPT_FAILURES, ToolArgs, ToolOutcome, fail, is_script
+from orchestrator.act.tools._base import MAX_SCRIPT_FAILURES, ToolArgs, ToolOutcome, fail, is_script, tool, violation
 from orchestrator.act.tools.producing import record_write
 from orchestrator.errors import PathEscapeError, SandboxRefused, SkillError
 from orchestrator.sandbox.models import ScriptResult
@@ -30,26 +30,27 @@ class RunScriptArgs(ToolArgs):
     )
 
 
+@tool("Run a skill script in the sandbox: stdin = args JSON, stdout = JSON; it may write build/. No network.")
 def run_script(ctx: ActContext, args: RunScriptArgs) -> ToolOutcome:
     rel = args.path.strip().removeprefix("./")
     if not is_script(ctx, rel):
-        allowed = ", ".join(ctx.settings.sandbox.allowed_extensions)
+        allowed = ", ".join(ctx.deps.settings.sandbox.allowed_extensions)
         return fail(f"refused: {rel} does not have an allowed extension ({allowed})")
     try:
-        script_path = ctx.library.resolve(ctx.request.skill_id, rel)
+        script_path = ctx.deps.library.resolve(ctx.deps.request.skill_id, rel)
         source = script_path.read_bytes()
     except PathEscapeError as e:
-        return ToolOutcome(ok=False, error=str(e), violation=f"script outside the skill root: {rel}")
+        return violation(str(e), f"script outside the skill root: {rel}")
     except (SkillError, FileNotFoundError, IsADirectoryError) as e:
         return fail(f"no such script in the skill: {rel} ({e})")
-    if ctx.script_failures >= MAX_SCRIPT_FAILURES:
+    if ctx.state.script_failures >= MAX_SCRIPT_FAILURES:
         return fail(
             "script retry budget used: a failed script gets exactly one informed retry; finish with what "
             "you have or report what is missing"
         )
-    build_state = [(f.path, f.sha256) for f in ctx.build.list_files()]
+    build_state = [(f.path, f.sha256) for f in ctx.deps.build.list_files()]
     key = canonical_digest("run_script", hashlib.sha256(source).hexdigest(), args.args, build_state, _inputs_state(ctx))
-    remembered = ctx.memo.get(key)
+    remembered = ctx.state.memo.get(key)
     if remembered is not None:
         return ToolOutcome(
             ok=remembered.ok,
@@ -60,16 +61,16 @@ def run_script(ctx: ActContext, args: RunScriptArgs) -> ToolOutcome:
                 "memo": f"same script, args and inputs as step {remembered.step}: result repeated, not run again",
             },
         )
-    replay = ctx.prior.attempts.get(key)
-    if replay is not None and ctx.store is not None and (outcome := _replay(ctx, key, replay)) is not None:
+    replay = ctx.deps.prior.attempts.get(key)
+    if replay is not None and ctx.deps.store is not None and (outcome := _replay(ctx, key, replay)) is not None:
         return outcome
     before = dict(build_state)  # nothing wrote to build/ since it was listed for the memo key
     try:
-        result = ctx.build.run_script(rel, args.args, timeout_s=ctx.request.budgets.script_timeout_s)
+        result = ctx.deps.build.run_script(rel, args.args, timeout_s=ctx.deps.request.budgets.script_timeout_s)
     except SandboxRefused as e:
-        return ToolOutcome(ok=False, error=str(e), violation=f"sandbox refused {rel}: {e.message}")
-    after = ctx.build.list_files()
-    pruned = ctx.build.take_pruned()  # files the script left that break the build/ contract, already removed
+        return violation(str(e), f"sandbox refused {rel}: {e.message}")
+    after = ctx.deps.build.list_files()
+    pruned = ctx.deps.build.take_pruned()  # files the script left that break the build/ contract, already removed
     if pruned:
         result = result.model_copy(update={
             "ok": False, "violations": [*result.violations, *pruned],
@@ -106,14 +107,15 @@ def run_script(ctx: ActContext, args: RunScriptArgs) -> ToolOutcome:
         f = next(x for x in after if x.path == path)
         record_write(ctx, path, f.sha256, f.size)
     if not result.ok and not plain_text:
-        ctx.script_failures += 1
-        left = MAX_SCRIPT_FAILURES - ctx.script_failures
+        ctx.state.script_failures += 1
+        left = MAX_SCRIPT_FAILURES - ctx.state.script_failures
         data["retry"] = (
             f"{left} informed retry left: change the args or use another script, based on the reason"
             if left
             else "no retries left for scripts"
         )
-        ctx.memo.put(key, MemoEntry(step=ctx.step, tool="run_script", ok=False, content=data, reason=result.reason))
+        entry = MemoEntry(step=ctx.state.step, tool="run_script", ok=False, content=data, reason=result.reason)
+        ctx.state.memo.put(key, entry)
         return ToolOutcome(
             ok=False,
             error=result.reason or "script failed",
@@ -121,9 +123,9 @@ def run_script(ctx: ActContext, args: RunScriptArgs) -> ToolOutcome:
             changed_files=changed,
             container=container,
         )
-    ctx.memo.put(key, MemoEntry(step=ctx.step, tool="run_script", ok=True, content=data))
-    ctx.stdout_results.append(result.stdout_json if result.stdout_json is not None else data.get("stdout_text"))
-    ctx.new_replays[key] = (data, {p: next(x.sha256 for x in after if x.path == p) for p in changed})
+    ctx.state.memo.put(key, MemoEntry(step=ctx.state.step, tool="run_script", ok=True, content=data))
+    ctx.state.stdout_results.append(result.stdout_json if result.stdout_json is not None else data.get("stdout_text"))
+    ctx.state.new_replays[key] = (data, {p: next(x.sha256 for x in after if x.path == p) for p in changed})
     return ToolOutcome(ok=True, data=data, changed_files=changed, container=container)
 
 
@@ -142,7 +144,7 @@ def _plain_text_result(result: ScriptResult) -> bool:
 
 
 def _inputs_state(ctx: ActContext) -> list[tuple[str, str]]:
-    root = ctx.request.inputs_dir
+    root = ctx.deps.request.inputs_dir
     if root is None or not root.is_dir():
         return []
     return [
@@ -154,18 +156,18 @@ def _inputs_state(ctx: ActContext) -> list[tuple[str, str]]:
 
 def _replay(ctx: ActContext, key: str, replay: ScriptReplay) -> ToolOutcome | None:
     """Restore the files an identical earlier run wrote, instead of starting a container. None if blobs are gone."""
-    assert ctx.store is not None
-    blobs = {path: ctx.store.get_blob(sha) for path, sha in replay.outputs.items()}
+    assert ctx.deps.store is not None
+    blobs = {path: ctx.deps.store.get_blob(sha) for path, sha in replay.outputs.items()}
     if any(b is None for b in blobs.values()):
         return None
     changed = []
     for path, blob in blobs.items():
         assert blob is not None
-        written = ctx.build.write_file(path, blob)
+        written = ctx.deps.build.write_file(path, blob)
         _, did_change = record_write(ctx, path, written.sha256, written.size)
         if did_change:
             changed.append(path)
     data = {**replay.result, "memo": "identical run found from an earlier run: its files were restored"}
-    ctx.memo.put(key, MemoEntry(step=ctx.step, tool="run_script", ok=True, content=data))
-    ctx.stdout_results.append(replay.result.get("stdout_json"))
+    ctx.state.memo.put(key, MemoEntry(step=ctx.state.step, tool="run_script", ok=True, content=data))
+    ctx.state.stdout_results.append(replay.result.get("stdout_json"))
     return ToolOutcome(ok=True, data=data, changed_files=tuple(changed), memo_hit=True)

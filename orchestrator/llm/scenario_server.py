@@ -27,6 +27,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.llm.scenario import (
     Reply,
     Scenario,
+    ScriptMismatch,
     Step,
     check_forbidden,
     check_step,
@@ -35,7 +36,6 @@ from orchestrator.llm.scenario import (
     load_scenario,
 )
 from orchestrator.logs import get_logger
-from orchestrator.testing.scripted_model import ScriptMismatch
 
 PURPOSE_HEADER = "X-Orch-Purpose"
 JOB_HEADER = "X-Orch-Job"
