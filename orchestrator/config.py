@@ -99,6 +99,7 @@ class SandboxSettings(_Section):
 
 class QASettings(_Section):
     mode: Literal["final", "step", "off"] = "final"
+    thumbnails: bool = Field(True, description="a PNG of page 1 of each .pptx/.docx/.xlsx output, in the catalog")
 
 
 class SupervisorSettings(_Section):
@@ -122,6 +123,11 @@ class DisclosureSettings(_Section):
     """Tool results an Act request carries whole; older ones go as short summaries (context packing)."""
     act_request_max_tokens: int = Field(24_000, ge=2000)
     """Estimated size an Act request is packed under, however many turns the Act has taken."""
+    images_max: int = Field(8, ge=0, description="images view_image may send in one Act")
+    images_attached: int = Field(2, ge=1, description="latest images kept attached")
+    image_max_bytes: int = Field(4 * 1024 * 1024, ge=1024)
+    image_max_side_px: int = Field(4096, ge=16)
+    image_detail: Literal["low", "high", "auto"] = "auto"
 
 
 class WorkerSettings(_Section):

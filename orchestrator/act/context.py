@@ -47,6 +47,15 @@ class ActState:
     read_docs: dict[str, str] = field(default_factory=dict)
     """sha256 → summary of documents read this run (saved as digests when the run validates)."""
     script_failures: int = 0
+    script_failures_by: dict[str, int] = field(default_factory=dict)
+    """Failures per script (``path@sha256``): each script gets one informed retry."""
+    script_source: str | None = None
+    """All script source of the skill, read once, for hiding it from what commands print."""
+    images_viewed: int = 0
+    final_outputs: list[str] = field(default_factory=list)
+    """What the last finish named as the outputs (relative to build/)."""
+    script_hashes: dict[str, str] | None = None
+    """sha256 → path of the skill's scripts, read once, so a copy in build/ or inputs/ is never shown."""
     new_replays: dict[str, Any] = field(default_factory=dict)
     stdout_results: list[Any] = field(default_factory=list)
     missing_refs: list[str] = field(default_factory=list)

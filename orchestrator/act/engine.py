@@ -37,6 +37,11 @@ def execute_skill(
     result naming the tool, before any model call.
     """
     skill = library.get(request.skill_id)
+    unknown = unknown_operations(skill, settings)
+    if unknown:
+        known = ", ".join(sorted(known_operations(settings)))
+        why = f"skill {skill.id} declares operations this runtime does not know: {', '.join(unknown)}"
+        return _refused(request, why, f"declare only known operations ({known}) under metadata.operations")
     missing_tool = _missing_tools(skill, sandbox)
     if missing_tool:
         error = ImageToolMissing(
@@ -56,6 +61,7 @@ def execute_skill(
                 skill.root,
                 disk_mb=request.budgets.disk_write_limit_mb,
                 inputs_dir=request.inputs_dir,
+                operations=tuple(skill.declarations.operations),
             )
         else:
             build = LocalBuildArea(Path(tmp) / "build", disk_mb=request.budgets.disk_write_limit_mb)
@@ -75,10 +81,28 @@ def execute_skill(
             build.close()
 
 
+KNOWN_OPERATIONS = frozenset({"fs-temp", "fs-project", "process-single", "process-chain", "browser-automation"})
+"""The operation kinds of the execution-engine ADR; ``sandbox.profiles`` may name more."""
+OPERATION_TOOLS: dict[str, tuple[str, ...]] = {"browser-automation": ("chromium",)}
+"""Tools the image must have for an operation to be possible at all."""
+
+
+def known_operations(settings: Settings) -> frozenset[str]:
+    return KNOWN_OPERATIONS | frozenset(settings.sandbox.profiles)
+
+
+def unknown_operations(skill: Skill, settings: Settings) -> list[str]:
+    known = known_operations(settings)
+    return [op for op in skill.declarations.operations if op not in known]
+
+
 def _missing_tools(skill: Skill, sandbox: SandboxBackend | None) -> list[str]:
-    if sandbox is None or not skill.declarations.requires_tools:
+    required = [*skill.declarations.requires_tools]
+    for operation in skill.declarations.operations:
+        required += [t for t in OPERATION_TOOLS.get(operation, ()) if t not in required]
+    if sandbox is None or not required:
         return []
-    return missing_tools(sandbox.image_tools(), skill.declarations.requires_tools)
+    return missing_tools(sandbox.image_tools(), required)
 
 
 def _refused(request: ActRequest, why: str, next_step: str) -> ActResult:

@@ -136,8 +136,21 @@ _TYPES: dict[str, ArtifactType] = {
 }
 
 
+THUMBNAILS = ".thumbnails"  # build/.thumbnails/<office file>/<stem>.png, made once the outputs validated
+
+
+def thumbnail_source(path: str) -> str | None:
+    """The output a thumbnail shows (``.thumbnails/deck.pptx/deck.png`` -> ``deck.pptx``), None for other files."""
+    parts = PurePosixPath(path).parts
+    if len(parts) < 3 or parts[0] != THUMBNAILS or PurePosixPath(path).suffix.lower() != ".png":
+        return None
+    return "/".join(parts[1:-1])
+
+
 def artifact_type(path: str) -> ArtifactType:
     p = PurePosixPath(path)
+    if thumbnail_source(path) is not None:
+        return "thumbnail"
     if p.suffix.lower() in (".png", ".jpg", ".jpeg", ".webp"):
         return "thumbnail" if "thumb" in p.name.lower() else "screenshot"
     return _TYPES.get(p.suffix.lower(), "file")
@@ -161,10 +174,17 @@ def catalog_files(root: Path, rel_paths: Iterable[str], *, partial: bool, versio
                 sha256=hashlib.sha256(data).hexdigest(),
                 version=version.label if version else "",
                 partial=partial,
-                metadata={"skill": version.skill_id} if version else {},
+                metadata=_metadata(rel, version.skill_id if version else None),
             )
         )
     return artifacts
+
+
+def _metadata(rel: str, skill_id: str | None) -> dict[str, str]:
+    metadata = {"skill": skill_id} if skill_id else {}
+    if (source := thumbnail_source(rel)) is not None:
+        metadata["thumbnail_of"] = source
+    return metadata
 
 
 def build_artifacts(ctx: ActContext, out_dir: Path, *, partial: bool) -> list[Artifact]:

@@ -10,6 +10,7 @@ from orchestrator.act.context import ActContext
 from orchestrator.act.evidence import TASK_DISCLOSURE, build_artifacts, persist_success
 from orchestrator.act.models import ActMetrics, ActResult, ExitReason, Unmet
 from orchestrator.act.steps import Exit
+from orchestrator.act.thumbnails import add_thumbnails
 from orchestrator.errors import ModelError, OrchestratorError
 from orchestrator.llm.interface import ChatModel, Message
 from orchestrator.logs import get_logger
@@ -90,6 +91,7 @@ def finalize(
             "add the missing files to the skill or remove the references",
         )
     if done:
+        add_thumbnails(ctx, out_dir)  # before persisting: a second run restores them instead of converting again
         persist_success(ctx)
     return ActResult(
         skill_id=deps.request.skill_id,

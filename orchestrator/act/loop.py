@@ -11,19 +11,20 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator.act.budget import BudgetTracker
 from orchestrator.act.context import ActContext, ActDeps, ActState
 from orchestrator.act.evidence import initial_messages, log_step, step_record
 from orchestrator.act.finish import PASSING_EXITS, finalize, finish_attempt
+from orchestrator.act.images import ViewedImage
 from orchestrator.act.models import ActResult
 from orchestrator.act.packing import pack_messages
 from orchestrator.act.steps import Continue, Exit, Finished, StepResult, Stopped
 from orchestrator.act.tools import TOOLS, Finish, PreparedCall, RepeatedRead, ToolOutcome, ToolSet, Violation
 from orchestrator.errors import ModelError, SandboxError
-from orchestrator.llm.interface import ChatModel, Message, ModelResponse, ToolCall, Usage
+from orchestrator.llm.interface import ChatModel, ImagePart, Message, ModelResponse, ToolCall, Usage
 from orchestrator.prompts import load_prompt, render_prompt
 from orchestrator.validate.validator import ValidationReport
 
@@ -46,6 +47,7 @@ class _Run:
     no_progress: int = 0
     reflected: bool = False
     repeat_reads: int = 0
+    images: list[ViewedImage] = field(default_factory=list)  # view_image results to send after the tool results
 
 
 def run_act(deps: ActDeps, model: ChatModel, out_dir: Path, *, tools: ToolSet = TOOLS) -> ActResult:
@@ -85,6 +87,7 @@ def _turn(run: _Run) -> StepResult:
             run.messages.append(_tool_message(call, json.dumps({"ok": False, "error": "not run: the step ended"})))
             continue
         result = _call(run, call, usage if index == 0 else None)
+    _attach_images(run)
     if not isinstance(result, Continue):
         return result
     return _progress(run, progressed=any(r.file_ids for r in state.records[first_record:]))
@@ -101,6 +104,8 @@ def _call(run: _Run, call: ToolCall, usage: tuple[Usage, int] | None) -> StepRes
         prepared, outcome = run.tools.call(run.ctx, call.name, call.arguments)
         run.messages.append(_tool_message(call, outcome.content()))
         answered = True
+        if outcome.image is not None:
+            run.images.append(outcome.image)
         match outcome.effect:
             case Violation(what=what):
                 next_step = "the skill or the model tried to leave its sandbox; check the skill's paths and scripts"
@@ -135,6 +140,26 @@ def _packed(run: _Run) -> list[Message]:
     return pack_messages(
         run.messages, keep_recent=disclosure.act_keep_recent_results, max_tokens=disclosure.act_request_max_tokens
     )
+
+
+def _attach_images(run: _Run) -> None:
+    """Send this turn's viewed images in one user message; only the latest few stay attached in later turns."""
+    if not run.images:
+        return
+    disclosure = run.ctx.deps.settings.disclosure
+    names = ", ".join(f"{i.path} ({i.width}x{i.height})" for i in run.images)
+    parts = tuple(ImagePart(url=i.data_url, detail=disclosure.image_detail) for i in run.images)
+    run.messages.append(Message(role="user", content=f"The images you asked to view: {names}.", images=parts))
+    run.images.clear()
+    attached = [i for i, m in enumerate(run.messages) if m.images]
+    kept = 0
+    for index in reversed(attached):
+        message = run.messages[index]
+        if kept + len(message.images) <= disclosure.images_attached:
+            kept += len(message.images)
+            continue
+        note = f"{message.content} [no longer attached: view them again if needed]"
+        run.messages[index] = message.model_copy(update={"images": (), "content": note})
 
 
 def _tool_message(call: ToolCall, content: str) -> Message:

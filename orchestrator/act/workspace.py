@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Protocol
 
@@ -22,7 +23,10 @@ class BuildArea(Protocol):
     def read_file(self, rel_path: str, *, max_bytes: int = ...) -> bytes: ...
     def list_files(self) -> list[BuildFile]: ...
     def export(self, dest: Path) -> list[BuildFile]: ...
-    def run_script(self, script: str, args: ScriptArgs = None, *, timeout_s: float = 20) -> ScriptResult: ...
+    def run_script(
+        self, script: str, args: ScriptArgs = None, *, argv: Sequence[str] = (), timeout_s: float = 20
+    ) -> ScriptResult: ...
+    def run_command(self, argv: Sequence[str], *, timeout_s: float = 20) -> ScriptResult: ...
     def take_pruned(self) -> list[str]: ...
     def close(self) -> None: ...
 
@@ -99,9 +103,18 @@ class LocalBuildArea:
             shutil.copyfile(self.root / f.path, target)
         return files
 
-    def run_script(self, script: str, args: ScriptArgs = None, *, timeout_s: float = 20) -> ScriptResult:
+    def run_script(
+        self, script: str, args: ScriptArgs = None, *, argv: Sequence[str] = (), timeout_s: float = 20
+    ) -> ScriptResult:
         raise SandboxError(
             "scripts cannot run without the Docker sandbox",
+            code=SandboxErrorCode.NO_SANDBOX,
+            next_step="run with a Docker engine available (bash ops/setup.sh)",
+        )
+
+    def run_command(self, argv: Sequence[str], *, timeout_s: float = 20) -> ScriptResult:
+        raise SandboxError(
+            "commands cannot run without the Docker sandbox",
             code=SandboxErrorCode.NO_SANDBOX,
             next_step="run with a Docker engine available (bash ops/setup.sh)",
         )
@@ -117,9 +130,17 @@ class SandboxBuildArea:
     """``build/`` inside a sandbox job, opened on first use so a skill that never writes costs no container."""
 
     def __init__(
-        self, backend: SandboxBackend, job_id: str, skill_root: Path, *, disk_mb: int, inputs_dir: Path | None
+        self,
+        backend: SandboxBackend,
+        job_id: str,
+        skill_root: Path,
+        *,
+        disk_mb: int,
+        inputs_dir: Path | None,
+        operations: tuple[str, ...] = (),
     ) -> None:
         self._backend = backend
+        self._operations = operations
         self._job_id = job_id
         self._skill_root = skill_root
         self._disk_mb = disk_mb
@@ -130,7 +151,11 @@ class SandboxBuildArea:
     def job(self) -> SandboxJobArea:
         if self._job is None:
             self._job = self._backend.open_job(
-                self._job_id, self._skill_root, disk_mb=self._disk_mb, inputs_dir=self._inputs_dir
+                self._job_id,
+                self._skill_root,
+                disk_mb=self._disk_mb,
+                inputs_dir=self._inputs_dir,
+                operations=self._operations,
             )
         return self._job
 
@@ -157,8 +182,13 @@ class SandboxBuildArea:
     def export(self, dest: Path) -> list[BuildFile]:
         return self._job.export(dest) if self._job is not None else []
 
-    def run_script(self, script: str, args: ScriptArgs = None, *, timeout_s: float = 20) -> ScriptResult:
-        return self.job.run_script(script, args, timeout_s=timeout_s)
+    def run_script(
+        self, script: str, args: ScriptArgs = None, *, argv: Sequence[str] = (), timeout_s: float = 20
+    ) -> ScriptResult:
+        return self.job.run_script(script, args, argv=argv, timeout_s=timeout_s)
+
+    def run_command(self, argv: Sequence[str], *, timeout_s: float = 20) -> ScriptResult:
+        return self.job.run_command(argv, timeout_s=timeout_s)
 
     def take_pruned(self) -> list[str]:
         return self._job.take_pruned() if self._job is not None else []

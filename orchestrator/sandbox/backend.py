@@ -7,6 +7,7 @@ in-memory fake (``orchestrator.testing.sandbox.InMemorySandbox``) implements it 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -27,9 +28,16 @@ class SandboxJobArea(Protocol):
 
     def export(self, dest: Path) -> list[BuildFile]: ...
 
-    def run_script(self, script: str, args: ScriptArgs = None, *, timeout_s: float = ...) -> ScriptResult:
-        """Run ``script`` (relative to the skill root). A failing, slow or OOM-killed script is a result;
-        ``SandboxRefused`` before anything runs, ``SandboxError`` when the sandbox itself fails."""
+    def run_script(
+        self, script: str, args: ScriptArgs = None, *, argv: Sequence[str] = ..., timeout_s: float = ...
+    ) -> ScriptResult:
+        """Run ``script`` (relative to the skill root: a skill file or ``build/NAME``) with ``args`` on stdin and
+        ``argv`` as its command line. A failing, slow or OOM-killed script is a result; ``SandboxRefused`` before
+        anything runs, ``SandboxError`` when the sandbox itself fails."""
+        ...
+
+    def run_command(self, argv: Sequence[str], *, timeout_s: float = ...) -> ScriptResult:
+        """Run one allowed program (``argv[0]``) like a script; refused before any container when not allowed."""
         ...
 
     def take_pruned(self) -> list[str]:
@@ -43,7 +51,13 @@ class SandboxBackend(Protocol):
     """Opens sandbox jobs and knows its image's tools."""
 
     def open_job(
-        self, job_id: str, skill_root: Path, *, disk_mb: int = ..., inputs_dir: Path | None = None
+        self,
+        job_id: str,
+        skill_root: Path,
+        *,
+        disk_mb: int = ...,
+        inputs_dir: Path | None = None,
+        operations: Sequence[str] = (),
     ) -> SandboxJobArea:
         """A job whose scripts see ``skill_root`` read-only and ``inputs_dir`` as ``/inputs``; close it after use."""
         ...

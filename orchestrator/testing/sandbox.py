@@ -8,7 +8,7 @@ only for specifying what the loop does with script results. The sandbox itself i
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,18 +17,25 @@ from orchestrator.sandbox.backend import ScriptArgs
 from orchestrator.sandbox.models import BuildFile, ScriptResult
 
 FakeScript = Callable[[ScriptArgs, dict[str, bytes]], Any]
-"""``fn(args, files) -> stdout JSON | ScriptResult``; it may add, change or remove entries of ``files``."""
+"""``fn(args, files) -> stdout JSON | ScriptResult``; it may add, change or remove entries of ``files``.
+
+A script given a command line gets ``{"argv": [...], "stdin": args}`` as its args; a command (registered by program
+name in ``commands``) gets ``{"argv": [...]}``.
+"""
 
 
 class InMemoryJob:
     """One job: ``files`` is its ``build/``; ``calls`` lists ``(script, args)`` in order."""
 
-    def __init__(self, job_id: str, scripts: Mapping[str, FakeScript], disk_mb: int) -> None:
+    def __init__(
+        self, job_id: str, scripts: Mapping[str, FakeScript], disk_mb: int, commands: Mapping[str, FakeScript]
+    ) -> None:
         self.job_id = job_id
         self.files: dict[str, bytes] = {}
         self.calls: list[tuple[str, ScriptArgs]] = []
         self.closed = False
         self._scripts = scripts
+        self._commands = commands
         self._limit = disk_mb * 1024 * 1024
 
     def _open(self) -> None:
@@ -59,15 +66,33 @@ class InMemoryJob:
             target.write_bytes(data)
         return self.list_files()
 
-    def run_script(self, script: str, args: ScriptArgs = None, *, timeout_s: float = 20) -> ScriptResult:
+    def run_script(
+        self, script: str, args: ScriptArgs = None, *, argv: Sequence[str] = (), timeout_s: float = 20
+    ) -> ScriptResult:
         self._open()
         if script not in self._scripts:
             raise AssertionError(f"no fake script registered for {script!r} (have: {sorted(self._scripts)})")
-        self.calls.append((script, args))
-        printed = self._scripts[script](args, self.files)
+        given: ScriptArgs = {"argv": list(argv), "stdin": args} if argv else args
+        self.calls.append((script, given))
+        return self._result(script, self._scripts[script](given, self.files), [script, *argv])
+
+    def run_command(self, argv: Sequence[str], *, timeout_s: float = 20) -> ScriptResult:
+        self._open()
+        program = argv[0] if argv else ""
+        if program not in self._commands:
+            raise AssertionError(f"no fake command registered for {program!r} (have: {sorted(self._commands)})")
+        self.calls.append((program, {"argv": list(argv)}))
+        return self._result(program, self._commands[program]({"argv": list(argv)}, self.files), list(argv))
+
+    def _result(self, label: str, printed: Any, command: list[str]) -> ScriptResult:
         if isinstance(printed, ScriptResult):
             return printed
-        return ScriptResult(ok=True, exit_code=0, stdout_json=printed, script=script, container=f"fake-{self.job_id}")
+        container = f"fake-{self.job_id}"
+        if isinstance(printed, str):
+            return ScriptResult(ok=True, exit_code=0, stdout_text=printed, script=label, container=container,
+                                command=command, stdout_bytes=len(printed.encode()))
+        return ScriptResult(ok=True, exit_code=0, stdout_json=printed, script=label, container=container,
+                            command=command)
 
     def take_pruned(self) -> list[str]:
         return []
@@ -79,15 +104,30 @@ class InMemoryJob:
 class InMemorySandbox:
     """A backend whose jobs live in memory (``jobs``, in the order opened) and whose image has ``tools``."""
 
-    def __init__(self, scripts: Mapping[str, FakeScript] | None = None, *, tools: dict[str, str] | None = None):
+    def __init__(
+        self,
+        scripts: Mapping[str, FakeScript] | None = None,
+        *,
+        tools: dict[str, str] | None = None,
+        commands: Mapping[str, FakeScript] | None = None,
+    ):
         self.scripts = dict(scripts or {})
+        self.commands = dict(commands or {})
         self.tools = dict(tools or {"python3": "3.11", "node": "18", "bash": "5"})
         self.jobs: list[InMemoryJob] = []
+        self.operations: list[tuple[str, ...]] = []  # what each job was opened with
 
     def open_job(
-        self, job_id: str, skill_root: Path, *, disk_mb: int = 50, inputs_dir: Path | None = None
+        self,
+        job_id: str,
+        skill_root: Path,
+        *,
+        disk_mb: int = 50,
+        inputs_dir: Path | None = None,
+        operations: Sequence[str] = (),
     ) -> InMemoryJob:
-        job = InMemoryJob(job_id, self.scripts, disk_mb)
+        self.operations.append(tuple(operations))
+        job = InMemoryJob(job_id, self.scripts, disk_mb, self.commands)
         self.jobs.append(job)
         return job
 

@@ -89,7 +89,7 @@ def test_a_failed_script_gets_exactly_one_informed_retry(
     first, retry, refused = tool_results[:3]
     assert first["ok"] is False and first["exit_code"] == 3 and "need rows" in first["stderr_summary"]
     assert "1 informed retry left" in first["retry"]
-    assert retry["ok"] is False and retry["retry"] == "no retries left for scripts"
+    assert retry["ok"] is False and retry["retry"] == "no retries left for scripts/make_report.py"
     assert refused["ok"] is False and "retry budget" in refused["error"] and "exit_code" not in refused
     assert result.metrics.containers == 2 and result.status == "unmet"
 

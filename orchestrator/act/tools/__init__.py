@@ -50,6 +50,7 @@ from orchestrator.act.tools._base import (
     tool,
     violation,
 )
+from orchestrator.act.tools.editing import copy_file, edit_file
 from orchestrator.act.tools.producing import (
     blackboard_get,
     blackboard_put,
@@ -59,7 +60,8 @@ from orchestrator.act.tools.producing import (
     write_artifact,
 )
 from orchestrator.act.tools.reading import diff, list_files, read_file, read_ref, read_skill_md, summarize
-from orchestrator.act.tools.running import run_script
+from orchestrator.act.tools.running import run_command, run_script
+from orchestrator.act.tools.viewing import view_image
 from orchestrator.errors import OrchestratorError, SandboxError, SandboxRefused
 from orchestrator.llm.interface import ToolSpec
 from orchestrator.logs import get_logger
@@ -148,7 +150,11 @@ TOOLS = ToolSet(
         template_expand,
         validate,
         run_script,
+        run_command,
         write_artifact,
+        edit_file,
+        copy_file,
+        view_image,
         summarize,
         diff,
         blackboard_put,

@@ -12,6 +12,7 @@ from typing import Any, Generic, Literal, TypeVar, cast, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.act.context import ActContext
+from orchestrator.act.images import ViewedImage
 from orchestrator.llm.interface import ToolSpec
 
 MAX_VALUE_BYTES = 64 * 1024
@@ -67,6 +68,7 @@ class ToolOutcome:
     memo_hit: bool = False
     container: dict[str, Any] | None = None
     effect: Effect | None = None
+    image: ViewedImage | None = None  # view_image: sent to the model after this turn's tool results
 
     def content(self) -> str:
         payload = {"ok": self.ok, **self.data}

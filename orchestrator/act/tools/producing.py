@@ -246,6 +246,7 @@ class FinishArgs(ToolArgs):
 
 @tool("Declare the outputs done; they are validated before the skill ends.")
 def finish(ctx: ActContext, args: FinishArgs) -> ToolOutcome:
+    ctx.state.final_outputs = [o.strip().removeprefix("./").removeprefix("build/") for o in args.outputs]
     return ToolOutcome(
         ok=True,
         data={"summary": args.summary, "outputs": args.outputs},

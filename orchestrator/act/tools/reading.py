@@ -246,6 +246,8 @@ def read_file(ctx: ActContext, args: ReadFileArgs) -> ToolOutcome:
     except (FileNotFoundError, IsADirectoryError, SandboxError) as e:
         return fail(f"cannot read {path}: {e}")
     sha = hashlib.sha256(data).hexdigest()
+    if (script := skill_script_hashes(ctx).get(hashlib.sha256(data[:READ_MAX_BYTES]).hexdigest())) is not None:
+        return fail(f"{path} is a copy of the skill script {script}; script source is never shown (run it instead)")
     cut = len(data) > READ_MAX_BYTES
     text = _utf8(data[:READ_MAX_BYTES], cut=cut)
     if text is None:
@@ -263,6 +265,21 @@ def _utf8(data: bytes, *, cut: bool) -> str | None:
         except UnicodeDecodeError:
             continue
     return None
+
+
+def skill_script_hashes(ctx: ActContext) -> dict[str, str]:
+    """sha256 → path of every script of the skill (read once per Act): copies of them are never shown either."""
+    if ctx.state.script_hashes is None:
+        hashes: dict[str, str] = {}
+        for rel in ctx.deps.library.glob(ctx.deps.request.skill_id, "**/*"):
+            if is_script(ctx, rel):
+                try:
+                    data = ctx.deps.library.resolve(ctx.deps.request.skill_id, rel).read_bytes()
+                except OSError:
+                    continue
+                hashes.setdefault(hashlib.sha256(data).hexdigest(), rel)
+        ctx.state.script_hashes = hashes
+    return ctx.state.script_hashes
 
 
 # --- helpers -----------------------------------------------------------------------------------------------------

@@ -1,8 +1,15 @@
-"""run_script: a skill script in the sandbox, with the AttemptMemo, the one informed retry and memo replays."""
+"""run_script and run_command: code in the sandbox, with the AttemptMemo, one informed retry per script, replays.
+
+``run_script`` runs a script of the skill or code the model wrote under ``build/`` (``args`` on stdin as JSON,
+``argv`` as its command line); ``run_command`` runs one program of the allowlist. Both run in a fresh container of
+the job with the same rules, and both record the container call (cmd, exit code, output sizes, elapsed) as a
+``command`` step. What they print is scrubbed of the skill's script source before the model sees it.
+"""
 
 from __future__ import annotations
 
 import hashlib
+import shlex
 from typing import Any
 
 from pydantic import AliasChoices, Field
@@ -12,15 +19,17 @@ from orchestrator.act.memo import MemoEntry, ScriptReplay, canonical_digest
 from orchestrator.act.text import scrub_source_lines
 from orchestrator.act.tools._base import MAX_SCRIPT_FAILURES, ToolArgs, ToolOutcome, fail, is_script, tool, violation
 from orchestrator.act.tools.producing import record_write
-from orchestrator.errors import PathEscapeError, SandboxRefused, SkillError
+from orchestrator.act.workspace import clean_build_path
+from orchestrator.errors import PathEscapeError, SandboxError, SandboxRefused, SkillError
 from orchestrator.sandbox.models import ScriptResult
 
-# --- running -----------------------------------------------------------------------------------------------------
+STDOUT_SHOWN_CHARS = 4000
 
 
 class RunScriptArgs(ToolArgs):
     path: str = Field(
-        description="Script path relative to the skill root (.py, .sh or .js).",
+        description="A script of the skill ('scripts/recalc.py') or code you wrote under build/ "
+        "('build/make_deck.js'); .py, .sh or .js.",
         validation_alias=AliasChoices("path", "script", "script_path"),
     )
     args: dict[str, Any] | list[Any] | None = Field(
@@ -28,105 +37,229 @@ class RunScriptArgs(ToolArgs):
         description="JSON given to the script on stdin.",
         validation_alias=AliasChoices("args", "args_json", "argsJson", "arguments", "input"),
     )
+    argv: list[str] = Field(
+        default_factory=list,
+        description="The script's command-line arguments, as its documentation shows them "
+        "(e.g. ['build/out.xlsx', '60']); paths are relative to the skill root, outputs go under build/.",
+    )
+    timeout_s: float | None = Field(None, gt=0, description="Seconds this call may take (capped by the settings).")
 
 
-@tool("Run a skill script in the sandbox: stdin = args JSON, stdout = JSON; it may write build/. No network.")
+@tool(
+    "Run a script in the sandbox: a skill script or your own code under build/ (write it with write_artifact). "
+    "argv = its command line, args = stdin JSON; working folder = the skill root; only build/ is writable; no network."
+)
 def run_script(ctx: ActContext, args: RunScriptArgs) -> ToolOutcome:
-    rel = args.path.strip().removeprefix("./")
+    rel = args.path.strip().replace("\\", "/").removeprefix("./")
     if not is_script(ctx, rel):
         allowed = ", ".join(ctx.deps.settings.sandbox.allowed_extensions)
         return fail(f"refused: {rel} does not have an allowed extension ({allowed})")
+    loaded = _script_source(ctx, rel)
+    if isinstance(loaded, ToolOutcome):
+        return loaded
+    rel, source, generated = loaded
+    source_sha = hashlib.sha256(source).hexdigest()
+    attempt = f"{rel}@{source_sha}"  # the one-retry rule counts per script (a rewritten build/ script is new)
+    if ctx.state.script_failures_by.get(attempt, 0) >= MAX_SCRIPT_FAILURES:
+        return fail(
+            f"retry budget for {rel} used: it failed twice, and a failed script gets exactly one informed retry. "
+            "Use another script, change your code, or finish with what you have and report what is missing"
+        )
+    build_state = [(f.path, f.sha256) for f in ctx.deps.build.list_files()]
+    key = canonical_digest("run_script", rel, source_sha, args.args, args.argv, build_state, _inputs_state(ctx))
+    if (remembered := _remembered(ctx, key, "script, args and inputs")) is not None:
+        return remembered
+    replay = ctx.deps.prior.attempts.get(key)
+    if replay is not None and ctx.deps.store is not None and (outcome := _replay(ctx, key, replay)) is not None:
+        return outcome
+    timeout_s = args.timeout_s or ctx.deps.request.budgets.script_timeout_s
     try:
-        script_path = ctx.deps.library.resolve(ctx.deps.request.skill_id, rel)
-        source = script_path.read_bytes()
+        result = ctx.deps.build.run_script(rel, args.args, argv=args.argv, timeout_s=timeout_s)
+    except SandboxRefused as e:
+        return violation(str(e), f"sandbox refused {rel}: {e.message}")
+    call = _finish_call(ctx, result, dict(build_state), hide=None if generated else source)
+    data: dict[str, Any] = {"script": rel, **call.data}
+    if generated:
+        data["generated"] = True
+    plain_text = _plain_text_result(result)
+    if result.stdout_json is None and plain_text:
+        data["note"] = "stdout was plain text, not JSON: kept as the script's text result"
+    if not result.ok and not plain_text:
+        failures = ctx.state.script_failures_by.get(attempt, 0) + 1
+        ctx.state.script_failures_by[attempt] = failures
+        ctx.state.script_failures += 1
+        left = MAX_SCRIPT_FAILURES - failures
+        data["retry"] = (
+            f"{left} informed retry left for {rel}: change the args or the code, or use another script, "
+            "based on the reason"
+            if left
+            else f"no retries left for {rel}"
+        )
+        ctx.state.memo.put(
+            key, MemoEntry(step=ctx.state.step, tool="run_script", ok=False, content=data, reason=result.reason)
+        )
+        return ToolOutcome(
+            ok=False, error=result.reason or "script failed", data=data, changed_files=call.changed,
+            container=call.container,
+        )
+    ctx.state.memo.put(key, MemoEntry(step=ctx.state.step, tool="run_script", ok=True, content=data))
+    ctx.state.stdout_results.append(result.stdout_json if result.stdout_json is not None else data.get("stdout_text"))
+    ctx.state.new_replays[key] = (data, call.outputs)
+    return ToolOutcome(ok=True, data=data, changed_files=call.changed, container=call.container)
+
+
+def _script_source(ctx: ActContext, rel: str) -> tuple[str, bytes, bool] | ToolOutcome:
+    """(path as run, source bytes, whether the model wrote it under build/) or the outcome refusing it."""
+    if rel.startswith("build/"):
+        try:
+            inner = clean_build_path(rel)
+        except PathEscapeError as e:
+            return violation(str(e), f"script outside build/: {rel}")
+        except ValueError as e:
+            return fail(str(e))
+        try:
+            return f"build/{inner}", ctx.deps.build.read_file(inner), True
+        except (FileNotFoundError, SandboxError) as e:
+            return fail(f"no such file: build/{inner} ({e}); write your code with write_artifact first")
+    try:
+        path = ctx.deps.library.resolve(ctx.deps.request.skill_id, rel)
+        # the sandbox tells case apart: run the file as it is spelled on disk (SCRIPTS/x.py finds scripts/x.py)
+        return path.relative_to(ctx.deps.skill.root).as_posix(), path.read_bytes(), False
     except PathEscapeError as e:
         return violation(str(e), f"script outside the skill root: {rel}")
     except (SkillError, FileNotFoundError, IsADirectoryError) as e:
         return fail(f"no such script in the skill: {rel} ({e})")
-    if ctx.state.script_failures >= MAX_SCRIPT_FAILURES:
+
+
+class RunCommandArgs(ToolArgs):
+    argv: list[str] = Field(
+        min_length=1,
+        description="The program and its arguments, one word each, no shell (e.g. ['soffice', '--headless', "
+        "'--convert-to', 'pdf', '--outdir', 'build', 'build/deck.pptx']). Only allowed programs run.",
+        validation_alias=AliasChoices("argv", "command", "cmd"),
+    )
+    timeout_s: float | None = Field(None, gt=0, description="Seconds this call may take (capped by the settings).")
+
+
+@tool(
+    "Run one allowed program of the sandbox toolchain (e.g. soffice, pdftoppm, pdftotext, qpdf, pandoc, python3, "
+    "node) with argv; working folder = the skill root; only build/ is writable; no network. Plain-text output."
+)
+def run_command(ctx: ActContext, args: RunCommandArgs) -> ToolOutcome:
+    allowed = list(ctx.deps.settings.sandbox.allowed_commands)
+    program = args.argv[0]
+    if program not in allowed:  # refused here, before any container (the job checks again)
         return fail(
-            "script retry budget used: a failed script gets exactly one informed retry; finish with what "
-            "you have or report what is missing"
+            f"refused: {program!r} is not an allowed program (allowed: {', '.join(allowed)}). Nothing is installed "
+            "at run time (no npm/pip install, no network): the sandbox image already has the libraries",
+            allowed=allowed,
         )
     build_state = [(f.path, f.sha256) for f in ctx.deps.build.list_files()]
-    key = canonical_digest("run_script", hashlib.sha256(source).hexdigest(), args.args, build_state, _inputs_state(ctx))
-    remembered = ctx.state.memo.get(key)
-    if remembered is not None:
-        return ToolOutcome(
-            ok=remembered.ok,
-            error=remembered.reason,
-            memo_hit=True,
-            data={
-                **remembered.content,
-                "memo": f"same script, args and inputs as step {remembered.step}: result repeated, not run again",
-            },
-        )
-    replay = ctx.deps.prior.attempts.get(key)
-    if replay is not None and ctx.deps.store is not None and (outcome := _replay(ctx, key, replay)) is not None:
-        return outcome
-    before = dict(build_state)  # nothing wrote to build/ since it was listed for the memo key
+    key = canonical_digest("run_command", args.argv, build_state, _inputs_state(ctx))
+    if (remembered := _remembered(ctx, key, "command and inputs")) is not None:
+        return remembered
+    timeout_s = args.timeout_s or ctx.deps.request.budgets.script_timeout_s
     try:
-        result = ctx.deps.build.run_script(rel, args.args, timeout_s=ctx.deps.request.budgets.script_timeout_s)
+        result = ctx.deps.build.run_command(args.argv, timeout_s=timeout_s)
     except SandboxRefused as e:
-        return violation(str(e), f"sandbox refused {rel}: {e.message}")
+        return fail(f"refused: {e.message}")
+    call = _finish_call(ctx, result, dict(build_state), hide=None)
+    data: dict[str, Any] = {"command": shlex.join(args.argv), **call.data}
+    ok = result.exit_code == 0 and not result.timed_out and not result.oom_killed and not result.violations
+    ctx.state.memo.put(
+        key, MemoEntry(step=ctx.state.step, tool="run_command", ok=ok, content=data, reason=result.reason)
+    )
+    if not ok:
+        return ToolOutcome(ok=False, error=result.reason or "the command failed", data=data,
+                           changed_files=call.changed, container=call.container)
+    return ToolOutcome(ok=True, data=data, changed_files=call.changed, container=call.container)
+
+
+class _Call:
+    def __init__(self, data: dict[str, Any], changed: tuple[str, ...], outputs: dict[str, str],
+                 container: dict[str, Any]) -> None:
+        self.data, self.changed, self.outputs, self.container = data, changed, outputs, container
+
+
+def _finish_call(ctx: ActContext, result: ScriptResult, before: dict[str, str], *, hide: bytes | None) -> _Call:
+    """What changed in build/, the model's view of the result (script source scrubbed) and the command record."""
     after = ctx.deps.build.list_files()
-    pruned = ctx.deps.build.take_pruned()  # files the script left that break the build/ contract, already removed
+    pruned = ctx.deps.build.take_pruned()  # files the call left that break the build/ contract, already removed
     if pruned:
         result = result.model_copy(update={
             "ok": False, "violations": [*result.violations, *pruned],
-            "reason": result.reason or "the script left files that break the build/ contract (removed)"})
+            "reason": result.reason or "the call left files that break the build/ contract (removed)"})
     changed = tuple(f.path for f in after if before.get(f.path) != f.sha256)
-    text = source.decode("utf-8", errors="replace")
+    outputs = {f.path: f.sha256 for f in after if f.path in changed}
+    for f in after:
+        if f.path in changed:
+            record_write(ctx, f.path, f.sha256, f.size)
     data: dict[str, Any] = {
-        "script": rel,
         "exit_code": result.exit_code,
         "duration_ms": result.duration_ms,
         "stdout_json": result.stdout_json,
-        "stderr_summary": scrub_source_lines(result.stderr_summary, text),
+        "stderr_summary": _scrub(ctx, result.stderr_summary, hide),
         "timed_out": result.timed_out,
         "oom_killed": result.oom_killed,
         "violations": result.violations,
         "files_changed": [f"build/{p}" for p in changed],
     }
-    plain_text = _plain_text_result(result)
+    if result.limit:
+        data["limit"] = result.limit
+        data["next_step"] = result.next_step
     if result.stdout_json is None and result.stdout_text:
-        data["stdout_text"] = scrub_source_lines(result.stdout_text[:2000], text)
-        if plain_text:
-            data["note"] = "stdout was plain text, not JSON: kept as the script's text result"
+        data["stdout_text"] = _scrub(ctx, result.stdout_text[:STDOUT_SHOWN_CHARS], hide)
+        if len(result.stdout_text) > STDOUT_SHOWN_CHARS:
+            data["stdout_cut"] = f"first {STDOUT_SHOWN_CHARS} of {len(result.stdout_text)} characters shown"
+    record = result.command_record()
     container = {
         "container": result.container,
-        "cmd": rel,
-        "exit_code": result.exit_code,
-        "elapsed_ms": result.duration_ms,
-        "stdout_bytes": result.stdout_bytes,
+        "cmd": shlex.join(record.cmd) if record.cmd else result.script,
+        "exit_code": record.exit_code,
+        "elapsed_ms": record.elapsed_ms,
+        "stdout_bytes": record.stdout_bytes,
+        "stderr_bytes": record.stderr_bytes,
         "stderr_lines": result.stderr_lines,
         "timed_out": result.timed_out,
         "oom_killed": result.oom_killed,
+        "limit": record.limit,
     }
-    for path in changed:
-        f = next(x for x in after if x.path == path)
-        record_write(ctx, path, f.sha256, f.size)
-    if not result.ok and not plain_text:
-        ctx.state.script_failures += 1
-        left = MAX_SCRIPT_FAILURES - ctx.state.script_failures
-        data["retry"] = (
-            f"{left} informed retry left: change the args or use another script, based on the reason"
-            if left
-            else "no retries left for scripts"
-        )
-        entry = MemoEntry(step=ctx.state.step, tool="run_script", ok=False, content=data, reason=result.reason)
-        ctx.state.memo.put(key, entry)
-        return ToolOutcome(
-            ok=False,
-            error=result.reason or "script failed",
-            data=data,
-            changed_files=changed,
-            container=container,
-        )
-    ctx.state.memo.put(key, MemoEntry(step=ctx.state.step, tool="run_script", ok=True, content=data))
-    ctx.state.stdout_results.append(result.stdout_json if result.stdout_json is not None else data.get("stdout_text"))
-    ctx.state.new_replays[key] = (data, {p: next(x.sha256 for x in after if x.path == p) for p in changed})
-    return ToolOutcome(ok=True, data=data, changed_files=changed, container=container)
+    return _Call(data, changed, outputs, container)
+
+
+def _scrub(ctx: ActContext, text: str, source: bytes | None) -> str:
+    """``text`` with lines of the skill's scripts hidden (a traceback, or a program told to print a script)."""
+    if not text:
+        return text
+    if source is not None:
+        text = scrub_source_lines(text, source.decode("utf-8", errors="replace"))
+    return scrub_source_lines(text, skill_script_text(ctx))
+
+
+def skill_script_text(ctx: ActContext) -> str:
+    """All script source of the skill, joined (computed once per Act): what must never reach the model."""
+    if ctx.state.script_source is None:
+        parts = []
+        for rel in ctx.deps.library.glob(ctx.deps.request.skill_id, "**/*"):
+            if is_script(ctx, rel):
+                try:
+                    parts.append(ctx.deps.library.resolve(ctx.deps.request.skill_id, rel).read_bytes()[:1_000_000])
+                except OSError:
+                    continue
+        ctx.state.script_source = b"\n".join(parts).decode("utf-8", errors="replace")
+    return ctx.state.script_source
+
+
+def _remembered(ctx: ActContext, key: str, what: str) -> ToolOutcome | None:
+    remembered = ctx.state.memo.get(key)
+    if remembered is None:
+        return None
+    return ToolOutcome(
+        ok=remembered.ok,
+        error=remembered.reason,
+        memo_hit=True,
+        data={**remembered.content, "memo": f"same {what} as step {remembered.step}: result repeated, not run again"},
+    )
 
 
 def _plain_text_result(result: ScriptResult) -> bool:

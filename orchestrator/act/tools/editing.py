@@ -1,0 +1,144 @@
+"""Tools that change build/ in place or fill it from elsewhere: edit_file (one exact replacement), copy_file.
+
+Both write only under ``build/`` through the build area (the sandbox job's size-limited volume), and read only
+from ``build/``, the goal's inputs or the skill folder, each confined on its own. A skill script is never copied:
+its copy could be read back, and script source never reaches the model.
+"""
+
+from __future__ import annotations
+
+from pydantic import AliasChoices, Field
+
+from orchestrator.act.context import ActContext
+from orchestrator.act.tools._base import ToolArgs, ToolOutcome, fail, is_script, tool, violation
+from orchestrator.act.tools.producing import record_write
+from orchestrator.act.tools.reading import input_path
+from orchestrator.act.workspace import clean_build_path
+from orchestrator.errors import PathEscapeError, SandboxError, SkillError
+
+EDIT_MAX_BYTES = 10 * 1024 * 1024
+COPY_MAX_BYTES = 50 * 1024 * 1024
+_SHOWN_LINES = 8
+
+
+class EditFileArgs(ToolArgs):
+    path: str = Field(description="A text file under build/, e.g. 'build/unpacked/ppt/slides/slide1.xml'.")
+    old: str = Field(description="The exact text to replace; it must occur exactly once in the file.")
+    new: str = Field(description="The text to put in its place.")
+
+
+@tool("Replace one exact occurrence of old with new in a text file under build/ (e.g. unpacked Office XML).")
+def edit_file(ctx: ActContext, args: EditFileArgs) -> ToolOutcome:
+    if not args.path.strip().replace("\\", "/").startswith("build/"):
+        return fail(
+            f"edit_file changes files under build/ only, not {args.path!r}; to change a copy of a skill file or an "
+            "input, copy_file it into build/ first",
+        )
+    try:
+        rel = clean_build_path(args.path)
+    except PathEscapeError as e:
+        return violation(str(e), f"edit outside build/: {args.path}")
+    except ValueError as e:
+        return fail(str(e))
+    if not args.old:
+        return fail("old is empty: give the exact text to replace (it must occur exactly once)")
+    try:
+        data = ctx.deps.build.read_file(rel, max_bytes=EDIT_MAX_BYTES + 1)
+    except (FileNotFoundError, SandboxError) as e:
+        return fail(f"cannot edit build/{rel}: {e}")
+    if len(data) > EDIT_MAX_BYTES:
+        return fail(f"build/{rel} is over {EDIT_MAX_BYTES} bytes; edit_file works on smaller text files")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return fail(f"build/{rel} is not UTF-8 text; edit_file changes text files (unpack Office files first)")
+    count = text.count(args.old)
+    if count != 1:
+        return fail(_match_error(rel, text, args.old, count), matches=count)
+    at_line = text[: text.index(args.old)].count("\n") + 1
+    written = ctx.deps.build.write_file(rel, text.replace(args.old, args.new, 1).encode("utf-8"))
+    label, changed = record_write(ctx, rel, written.sha256, written.size)
+    return ToolOutcome(
+        ok=True,
+        data={"path": f"build/{rel}", "line": at_line, "bytes": written.size, "sha256": written.sha256,
+              "version": label, "changed": changed},
+        changed_files=(rel,) if changed else (),
+    )
+
+
+def _match_error(rel: str, text: str, old: str, count: int) -> str:
+    if count == 0:
+        return (
+            f"old text not found in build/{rel}; nothing was changed. read_file it and copy the text exactly "
+            "(spaces, quotes and line breaks count)"
+        )
+    lines, start = [], 0
+    while len(lines) < _SHOWN_LINES and (found := text.find(old, start)) >= 0:
+        lines.append(text[:found].count("\n") + 1)
+        start = found + 1
+    more = ", ..." if count > len(lines) else ""
+    return (
+        f"old text occurs {count} times in build/{rel} (lines {', '.join(map(str, lines))}{more}); nothing was "
+        "changed. Include more of the surrounding text so that it occurs exactly once"
+    )
+
+
+class CopyFileArgs(ToolArgs):
+    src: str = Field(
+        description="A goal input ('inputs/NAME') or a file of the skill (e.g. 'assets/template.pptx').",
+        validation_alias=AliasChoices("src", "source", "from"),
+    )
+    dest: str = Field(
+        description="Where to put it under build/ (e.g. 'build/template.pptx').",
+        validation_alias=AliasChoices("dest", "destination", "to"),
+    )
+
+
+@tool("Copy a goal input ('inputs/NAME') or a skill file (an asset or template) into build/.")
+def copy_file(ctx: ActContext, args: CopyFileArgs) -> ToolOutcome:
+    src = args.src.strip().replace("\\", "/").removeprefix("./")
+    try:
+        rel = clean_build_path(args.dest)
+    except PathEscapeError as e:
+        return violation(str(e), f"copy outside build/: {args.dest}")
+    except ValueError as e:
+        return fail(str(e))
+    if src.startswith("build/"):
+        return fail("copy_file copies a goal input or a skill file into build/; build/ files are already there")
+    if not src.startswith("inputs/") and is_script(ctx, src):
+        return fail(
+            f"refused: {src} is a skill script; scripts are never copied (their source is not shown). "
+            f"Run it where it is: run_script {{\"path\": \"{src}\"}}"
+        )
+    try:
+        data = _read_source(ctx, src)
+    except PathEscapeError as e:
+        return violation(str(e), f"copy from outside the skill and inputs: {src}")
+    except (SkillError, OSError) as e:
+        return fail(f"cannot copy {src}: {getattr(e, 'message', None) or e}")
+    if data is None:
+        return fail(f"cannot copy {src}: it is over {COPY_MAX_BYTES} bytes")
+    try:
+        written = ctx.deps.build.write_file(rel, data)
+    except SandboxError as e:
+        if e.data.get("code") == "disk_full":
+            return fail(str(e), hint="build/ is full: remove drafts or copy less")
+        raise
+    label, changed = record_write(ctx, rel, written.sha256, written.size)
+    return ToolOutcome(
+        ok=True,
+        data={"src": src, "path": f"build/{rel}", "bytes": written.size, "sha256": written.sha256,
+              "version": label, "changed": changed},
+        changed_files=(rel,) if changed else (),
+    )
+
+
+def _read_source(ctx: ActContext, src: str) -> bytes | None:
+    """The bytes of a goal input or a skill file (each confined to its own folder), None when too large."""
+    deps = ctx.deps
+    path = input_path(ctx, src) if src.startswith("inputs/") else deps.library.resolve(deps.request.skill_id, src)
+    if not path.is_file():
+        raise FileNotFoundError(f"{src} is not a file")
+    with path.open("rb") as fh:
+        data = fh.read(COPY_MAX_BYTES + 1)
+    return None if len(data) > COPY_MAX_BYTES else data
