@@ -10,25 +10,37 @@ outside the sandbox: only the orchestrator's own writes are staged.
 from __future__ import annotations
 
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from orchestrator.act.workspace import LocalBuildArea
 from orchestrator.errors import SandboxError, SandboxErrorCode
-from orchestrator.sandbox.models import BuildFile
+from orchestrator.sandbox.backend import SandboxBackend, SandboxJobArea, ScriptArgs
+from orchestrator.sandbox.models import BuildFile, ScriptResult
 
 
 class StagedSandbox:
     """Wraps a sandbox backend (``open_job`` / ``image_tools``); its jobs are :class:`StagedJob`."""
 
-    def __init__(self, backend: Any) -> None:
+    def __init__(self, backend: SandboxBackend) -> None:
         self._backend = backend
 
-    def open_job(self, job_id: str, skill_root: Path, *, disk_mb: int = 50, inputs_dir: Path | None = None) -> Any:
-        return StagedJob(self._backend, job_id, skill_root, disk_mb=disk_mb, inputs_dir=inputs_dir)
+    def open_job(
+        self,
+        job_id: str,
+        skill_root: Path,
+        *,
+        disk_mb: int = 50,
+        inputs_dir: Path | None = None,
+        operations: Sequence[str] = (),
+    ) -> SandboxJobArea:
+        return StagedJob(
+            self._backend, job_id, skill_root, disk_mb=disk_mb, inputs_dir=inputs_dir, operations=operations
+        )
 
     def image_tools(self) -> dict[str, str]:
-        return self._backend.image_tools()  # type: ignore[no-any-return]
+        return self._backend.image_tools()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._backend, name)
@@ -38,19 +50,29 @@ class StagedJob:
     """``build/`` on the host until a script runs, then the real sandbox job (see the module docstring)."""
 
     def __init__(
-        self, backend: Any, job_id: str, skill_root: Path, *, disk_mb: int, inputs_dir: Path | None
+        self,
+        backend: SandboxBackend,
+        job_id: str,
+        skill_root: Path,
+        *,
+        disk_mb: int,
+        inputs_dir: Path | None,
+        operations: Sequence[str] = (),
     ) -> None:
         self._backend = backend
         self._args = (job_id, skill_root)
         self._disk_mb = disk_mb
         self._inputs_dir = inputs_dir
-        self._job: Any = None
+        self._operations = tuple(operations)
+        self._job: SandboxJobArea | None = None
         self._tmp = tempfile.TemporaryDirectory(prefix="orch-staged-")
         self._local = LocalBuildArea(Path(self._tmp.name) / "build", disk_mb=disk_mb)
 
-    def _real(self) -> Any:
+    def _real(self) -> SandboxJobArea:
         if self._job is None:
-            job = self._backend.open_job(*self._args, disk_mb=self._disk_mb, inputs_dir=self._inputs_dir)
+            job = self._backend.open_job(
+                *self._args, disk_mb=self._disk_mb, inputs_dir=self._inputs_dir, operations=self._operations
+            )
             try:
                 for f in self._local.list_files():
                     job.write_file(f.path, self._local.read_file(f.path, max_bytes=f.size + 1))
@@ -62,7 +84,7 @@ class StagedJob:
 
     def write_file(self, rel_path: str, data: bytes) -> BuildFile:
         if self._job is not None:
-            return self._job.write_file(rel_path, data)  # type: ignore[no-any-return]
+            return self._job.write_file(rel_path, data)
         try:
             return self._local.write_file(rel_path, data)
         except OSError as e:
@@ -72,7 +94,7 @@ class StagedJob:
 
     def read_file(self, rel_path: str, *, max_bytes: int = 10 * 1024 * 1024) -> bytes:
         if self._job is not None:
-            return self._job.read_file(rel_path, max_bytes=max_bytes)  # type: ignore[no-any-return]
+            return self._job.read_file(rel_path, max_bytes=max_bytes)
         if rel_path not in {f.path for f in self._local.list_files()}:
             raise SandboxError(
                 f"build/{rel_path} does not exist (or is not a regular file)", code=SandboxErrorCode.NOT_FOUND
@@ -81,16 +103,21 @@ class StagedJob:
 
     def list_files(self) -> list[BuildFile]:
         if self._job is not None:
-            return self._job.list_files()  # type: ignore[no-any-return]
+            return self._job.list_files()
         return self._local.list_files()
 
     def export(self, dest: Path) -> list[BuildFile]:
         if self._job is not None:
-            return self._job.export(dest)  # type: ignore[no-any-return]
+            return self._job.export(dest)
         return self._local.export(dest)
 
-    def run_script(self, script: str, args: Any = None, *, timeout_s: float = 20) -> Any:
-        return self._real().run_script(script, args, timeout_s=timeout_s)
+    def run_script(
+        self, script: str, args: ScriptArgs = None, *, argv: Sequence[str] = (), timeout_s: float = 20
+    ) -> ScriptResult:
+        return self._real().run_script(script, args, argv=argv, timeout_s=timeout_s)
+
+    def run_command(self, argv: Sequence[str], *, timeout_s: float = 20) -> ScriptResult:
+        return self._real().run_command(argv, timeout_s=timeout_s)
 
     def take_pruned(self) -> list[str]:
         pruned: list[str] = self._job.take_pruned() if self._job is not None else []
@@ -105,7 +132,7 @@ class StagedJob:
             self._tmp.cleanup()
 
     def __getattr__(self, name: str) -> Any:
-        # Anything else the sandbox job offers (running a program, …) needs the real job.
+        # Anything else the Docker job offers beyond the seam (e.g. thumbnails' helpers) needs the real job.
         if name.startswith("_"):
             raise AttributeError(name)
         return getattr(self._real(), name)

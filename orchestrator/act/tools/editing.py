@@ -72,7 +72,8 @@ def _match_error(rel: str, text: str, old: str, count: int) -> str:
             f"old text not found in build/{rel}; nothing was changed. read_file it and copy the text exactly "
             "(spaces, quotes and line breaks count)"
         )
-    lines, start = [], 0
+    lines: list[int] = []
+    start = 0
     while len(lines) < _SHOWN_LINES and (found := text.find(old, start)) >= 0:
         lines.append(text[:found].count("\n") + 1)
         start = found + 1
