@@ -91,6 +91,7 @@ class SandboxErrorCode(StrEnum):
     TOO_LARGE = "too_large"
     UNSAFE_DESTINATION = "unsafe_destination"
     PRUNE_FAILED = "prune_failed"
+    DISK_LIMIT = "disk_limit"
 
 
 class SandboxError(OrchestratorError):

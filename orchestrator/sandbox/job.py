@@ -15,9 +15,9 @@ import shutil
 import socket
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future
-from contextlib import suppress
+from contextlib import AbstractContextManager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import docker
 import docker.errors
+import docker.utils
 import requests
 from docker.types import Mount
 
@@ -32,6 +33,7 @@ from orchestrator.config import SandboxSettings
 from orchestrator.errors import SandboxError, SandboxErrorCode, SandboxRefused
 from orchestrator.logs import get_logger
 from orchestrator.sandbox import buildfs
+from orchestrator.sandbox.archive import open_archive
 from orchestrator.sandbox.commands import resolve_command
 from orchestrator.sandbox.engine import docker_errors, private_dir
 from orchestrator.sandbox.limits import (
@@ -40,6 +42,7 @@ from orchestrator.sandbox.limits import (
     LAUNCHER,
     SKILL_MOUNT,
     build_volume_options,
+    check_timeout,
     holder_host_config,
     overlay_volume_options,
     resolve_script,
@@ -135,6 +138,7 @@ class SandboxJob:
         self._closed = False
         self._build_dirty = False  # a script ran since build/ was last checked (see _prune_build)
         self._pruned: list[str] = []
+        self._reported: set[str] = set()
 
     def __enter__(self) -> SandboxJob:
         return self
@@ -317,7 +321,17 @@ class SandboxJob:
         command = resolve_script(self.skill_root, script, self.settings.allowed_extensions, argv)
         if command.in_build:
             self._check_build_script(command.script, command.target)
-        payload = json.dumps({} if args is None else args, ensure_ascii=False).encode()
+        try:
+            payload = json.dumps({} if args is None else args, ensure_ascii=False, allow_nan=False).encode()
+        except ValueError as e:  # also UnicodeEncodeError (lone surrogates) and NaN/Infinity
+            raise SandboxRefused(
+                f"cannot run {script}: its args are not plain JSON ({e})",
+                where=f"tool:run_script:{script}",
+                next_step="pass args that are plain JSON",
+                retryable=False,
+                violation="bad_call",
+                script=script,
+            ) from e
         return self._call(command, payload, timeout_s)
 
     def run_command(self, argv: Sequence[str], *, timeout_s: float = 20) -> ScriptResult:
@@ -353,6 +367,13 @@ class SandboxJob:
             )
 
     def _call(self, command: LaunchedCommand, payload: bytes, timeout_s: float) -> ScriptResult:
+        try:
+            check_timeout(timeout_s)
+        except ValueError as e:
+            raise SandboxRefused(
+                str(e), where=f"tool:run_script:{command.label}", next_step="pass timeout_s as a number of seconds",
+                retryable=False, violation="bad_call", script=command.label,
+            ) from e
         timeout_s = call_timeout(self.settings, timeout_s, timeout_s)
         with self._call_lock:
             prepared = self._take_prepared()
@@ -466,9 +487,13 @@ class SandboxJob:
     # -- build/ -----------------------------------------------------------------------------------------------
 
     def _exec_holder(self, argv: list[str]) -> tuple[int, str]:
+        """Run a runtime command in the holder: from ``/`` (never the skill root, which is the image's working
+        folder), so nothing a skill ships (``json.py``, ``sitecustomize.py``, …) can be picked up by it."""
         uid = self.settings.uid
         with docker_errors(f"container:{self.name}-holder"):
-            exec_id = self._api.exec_create(self.holder, argv, user=f"{uid}:{uid}")["Id"]
+            exec_id = self._api.exec_create(
+                self.holder, argv, user=f"{uid}:{uid}", workdir="/", environment=sandbox_environment()
+            )["Id"]
             output = self._api.exec_start(exec_id)
             code = self._api.exec_inspect(exec_id).get("ExitCode")
         return int(code or 0), output.decode("utf-8", errors="replace")
@@ -485,7 +510,7 @@ class SandboxJob:
         if not self._build_dirty:
             return
         limit = self.disk_mb * 1024 * 1024
-        code, out = self._exec_holder(["python3", "-c", buildfs.PRUNE_SCRIPT, HOLDER_BUILD, str(limit)])
+        code, out = self._exec_holder(["python3", "-I", "-c", buildfs.PRUNE_SCRIPT, HOLDER_BUILD, str(limit)])
         try:
             removed = json.loads(out)["removed"] if code == 0 else []
         except (ValueError, KeyError):
@@ -539,42 +564,86 @@ class SandboxJob:
         self._prune_build()
         rel = safe_build_path(rel_path)
         where = f"sandbox:read_file:{rel}"
-        with docker_errors(where):
-            try:
-                chunks, path_stat = self._api.get_archive(self.holder, f"{HOLDER_BUILD}/{rel}")
-            except docker.errors.NotFound as e:
+        max_bytes = min(max_bytes, self.disk_mb * 1024 * 1024)
+        with docker_errors(where), self._archive(f"{HOLDER_BUILD}/{rel}", where) as (chunks, path_stat):
+            if not buildfs.stat_is_regular(path_stat):
                 raise SandboxError(
-                    f"build/{rel} does not exist", where=where, retryable=False, code=SandboxErrorCode.NOT_FOUND
-                ) from e
-        if not buildfs.stat_is_regular(path_stat):
-            raise SandboxError(
-                f"build/{rel} is not a regular file", where=where, retryable=False, code=SandboxErrorCode.NOT_A_FILE
-            )
-        if int(path_stat.get("size", 0)) > max_bytes:
-            raise SandboxError(
-                f"build/{rel} is {path_stat['size']} bytes, more than {max_bytes}",
-                where=where,
-                retryable=False,
-                code=SandboxErrorCode.TOO_LARGE,
-            )
-        with docker_errors(where):
-            return buildfs.read_single_file(chunks, max_bytes)
+                    f"build/{rel} is not a regular file", where=where, retryable=False,
+                    code=SandboxErrorCode.NOT_A_FILE,
+                )
+            if int(path_stat.get("size", 0)) > max_bytes:
+                raise SandboxError(
+                    f"build/{rel} is {path_stat['size']} bytes, more than {max_bytes}",
+                    where=where,
+                    retryable=False,
+                    code=SandboxErrorCode.TOO_LARGE,
+                )
+            try:
+                return buildfs.read_single_file(chunks, max_bytes)
+            except buildfs.OverLimit as e:
+                raise SandboxError(e.message, where=where, retryable=False, code=SandboxErrorCode.TOO_LARGE) from e
 
     def list_files(self) -> list[BuildFile]:
         """Every regular file in ``build/`` with its size and sha256."""
         self._check_open()
         self._prune_build()
-        with docker_errors(f"sandbox:{self.name}:list"):
-            chunks, _ = self._api.get_archive(self.holder, HOLDER_BUILD)
-            return buildfs.list_archive(chunks)
+        return self._read_build("list", lambda chunks, budget: buildfs.list_archive(chunks, budget))
 
     def export(self, dest: Path) -> list[BuildFile]:
         """Copy ``build/`` into the host folder ``dest`` (regular files only, nothing followed through symlinks)."""
         self._check_open()
         self._prune_build()
-        with docker_errors(f"sandbox:{self.name}:export"):
-            chunks, _ = self._api.get_archive(self.holder, HOLDER_BUILD)
-            return buildfs.extract_archive(chunks, Path(dest))
+        return self._read_build("export", lambda chunks, budget: buildfs.extract_archive(chunks, Path(dest), budget))
+
+    def _read_build(
+        self, what: str, read: Callable[[Iterator[bytes], buildfs.Budget], list[BuildFile]]
+    ) -> list[BuildFile]:
+        """``read`` the archive of ``build/`` with the job's disk limit as the host's budget.
+
+        The in-container check normally leaves nothing over the limit; if the stream still carries more (a folder
+        it could not walk, a file grown since), the file that crossed the limit is removed from ``build/`` with a
+        ``disk_limit`` violation and the archive is read again, a few times at most.
+        """
+        where = f"sandbox:{self.name}:{what}"
+        for _attempt in range(4):
+            budget = buildfs.Budget(limit=self.disk_mb * 1024 * 1024)
+            try:
+                with docker_errors(where), self._archive(HOLDER_BUILD, where) as (chunks, _):
+                    files = read(chunks, budget)
+            except buildfs.OverLimit as e:
+                self._over_limit(e, where)
+                continue
+            for violation in budget.violations:
+                self._report(violation)
+            return files
+        raise SandboxError(
+            f"build/ keeps holding more than {self.disk_mb} MiB",
+            where=where,
+            next_step="write less into build/",
+            retryable=False,
+            code=SandboxErrorCode.DISK_LIMIT,
+        )
+
+    def _archive(self, path: str, where: str) -> AbstractContextManager[tuple[Iterator[bytes], dict[str, Any]]]:
+        assert self.holder is not None
+        shown = path.replace(HOLDER_BUILD, BUILD_DIR, 1)
+        return open_archive(self._api, self.holder, path, shown=shown, where=where)
+
+    def _over_limit(self, e: buildfs.OverLimit, where: str) -> None:
+        log.warning("sandbox.host_read_over_limit", job=self.name, violation=e.message)
+        if e.path is None:
+            raise SandboxError(e.message, where=where, next_step="write less into build/", retryable=False,
+                               code=SandboxErrorCode.DISK_LIMIT)
+        code, out = self._exec_holder(["rm", "-rf", "--", f"{HOLDER_BUILD}/{e.path}"])
+        if code != 0:
+            raise SandboxError(f"{e.message}; removing it failed: {out.strip()[-200:]}", where=where,
+                               retryable=False, code=SandboxErrorCode.DISK_LIMIT)
+        self._report(f"disk_limit: removed build/{e.path} (the host read more than {self.disk_mb} MiB from build/)")
+
+    def _report(self, violation: str) -> None:
+        if violation not in self._reported:
+            self._reported.add(violation)
+            self._pruned.append(violation)
 
     def _check_open(self) -> None:
         if self._closed or self.holder is None:

@@ -110,6 +110,13 @@ def check_argv(argv: Sequence[str], *, where: str) -> tuple[str, ...]:
     return words
 
 
+def check_timeout(timeout_s: float) -> float:
+    """The call's time limit, or ``ValueError`` unless it is a finite number (the cap is applied afterwards)."""
+    if isinstance(timeout_s, bool) or not isinstance(timeout_s, (int, float)) or not math.isfinite(timeout_s):
+        raise ValueError(f"a time limit must be a finite number of seconds, not {timeout_s!r}")
+    return float(timeout_s)
+
+
 def _refuse(script: str, violation: str, message: str, next_step: str) -> SandboxRefused:
     return SandboxRefused(
         message,
@@ -187,6 +194,13 @@ def resolve_script(
     if not resolved.is_file():
         raise _refuse(script, "not_a_file", f"script {script!r} is not a regular file", "name a script file")
     target = resolved.relative_to(root).as_posix()
+    if _CONTROL.search(target) or "\\" in target:
+        raise _refuse(
+            script,
+            "bad_path",
+            f"script {script!r} resolves to {target!r}, which holds control characters or backslashes",
+            "run a script whose real path is plain",
+        )
     if target.split("/", 1)[0] == BUILD_DIR:
         raise _refuse(
             script,
