@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -60,6 +61,8 @@ class ActState:
     stdout_results: list[Any] = field(default_factory=list)
     missing_refs: list[str] = field(default_factory=list)
     validation_stats: ValidationStats = field(default_factory=ValidationStats)
+    deadline: float = math.inf
+    """When the Act's time budget ends (``time.monotonic()``); tools that may run long stop by then."""
 
 
 @dataclass(frozen=True)

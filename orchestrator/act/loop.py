@@ -54,6 +54,7 @@ def run_act(deps: ActDeps, model: ChatModel, out_dir: Path, *, tools: ToolSet = 
     """Run one skill to completion; returns the typed result (never raises for the model's own failures)."""
     ctx = ActContext(deps, ActState())
     budget = BudgetTracker(deps.request.budgets, ctx.state.records)
+    ctx.state.deadline = budget.started + deps.request.budgets.time_budget_ms / 1000
     run = _Run(ctx, model, tools, budget, out_dir, initial_messages(ctx))
     while True:
         match _turn(run):

@@ -4,12 +4,18 @@ Checks: required files exist and hold their declared kind (by content, and the e
 JSON/YAML parses and required ones match their JSON Schema; Office files open (slide counts for a pptx);
 sizes and counts; allowed extensions of every produced file; every path inside the output root; sha256 of
 every file.
+
+Reading a file's content (Office packages, JSON/YAML parsing and schema checks, CSV) is untrusted work: it runs
+in a child process with memory and time bounds (:mod:`orchestrator.isolation`), so a small file that expands to
+gigabytes, or a YAML alias bomb, fails the contract with a violation instead of eating the host. Only problems
+and counts come back, never the parsed data. Text is streamed; JSON/YAML larger than ``MAX_PARSE_BYTES`` is
+reported, not parsed.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
-import io
 import json
 from fnmatch import fnmatchcase
 from pathlib import Path, PurePosixPath
@@ -20,6 +26,7 @@ from jsonschema.validators import validator_for
 from pydantic import BaseModel
 
 from orchestrator.errors import ValidationRulesError
+from orchestrator.isolation import Bounded, run_bounded
 from orchestrator.validate.index import build_entry, resolve_or_none, scan_outputs
 from orchestrator.validate.office import check_office
 from orchestrator.validate.report import Category, FileEntry, ValidationMetrics, Violation
@@ -33,6 +40,10 @@ from orchestrator.validate.rules import (
 )
 
 MAX_SCHEMA_ERRORS = 10
+MAX_PARSE_BYTES = 32 * 1024 * 1024
+CHECK_MEMORY_MB = 1024
+CHECK_TIMEOUT_S = 30.0
+_STREAM_BLOCK = 1 << 16
 _MAGIC = {"png": b"\x89PNG\r\n\x1a\n", "jpeg": b"\xff\xd8\xff", "pdf": b"%PDF-"}
 
 
@@ -48,11 +59,13 @@ class ContractOutcome(BaseModel):
 
 
 class _Content(BaseModel):
-    """What reading one file as one kind found: problems, and the parsed data (JSON/YAML) or slide count."""
+    """What reading one file as one kind found: problems, schema errors (formatted, sorted) and the slide count."""
 
     problems: list[str] = []
-    data: Any = None
     slides: int | None = None
+    schema_errors: list[str] = []
+    schema_error_count: int = 0
+    rules_error: str | None = None
 
 
 def check_contract(
@@ -81,7 +94,7 @@ class _Checker:
         root = resolve_or_none(self.base / rules.sandbox.output_root) or self.base / rules.sandbox.output_root
         self.boundary = root if rules.sandbox.deny_outside_output_root else self.base
         self.outcome = ContractOutcome()
-        self._content: dict[tuple[str, str], _Content] = {}
+        self._content: dict[tuple[str, str, str], _Content] = {}
 
     def run(self) -> ContractOutcome:
         if not self.out_dir.is_dir():
@@ -171,7 +184,8 @@ class _Checker:
                 "kind", f"{entry.path}: declared kind {declared} but its extension is for {by_extension}"
             )
         kind = by_extension if declared == "any" else declared
-        content = self._read_as(entry, kind) if kind else _Content()
+        schema = req.schema_ if isinstance(req.schema_, dict) and kind in ("json", "yaml") else None
+        content = self._read_as(entry, kind, schema) if kind else _Content()
         if req.min_bytes is not None and entry.size < req.min_bytes:
             self._flag(
                 "size", f"{entry.path} is {entry.size} bytes, at least {req.min_bytes} required (min_bytes)"
@@ -191,29 +205,16 @@ class _Checker:
                 "schema", f"{entry.path}: schema {req.schema_label} needs a json or yaml file, not {kind}"
             )
             return
-        assert isinstance(req.schema_, dict)
-        documents = content.data if kind == "yaml" else [content.data]
-        validator = validator_for(req.schema_)(req.schema_)
-        errors = []
-        try:
-            for number, document in enumerate(documents):
-                prefix = f"document {number + 1} " if len(documents) > 1 else ""
-                for error in validator.iter_errors(document):
-                    errors.append((prefix, error))
-        except Exception as e:  # an unresolvable $ref surfaces only while validating
+        if content.rules_error is not None:
             raise ValidationRulesError(
-                f"schema {req.schema_label} for {entry.path} cannot be applied: {e}",
+                f"schema {req.schema_label} for {entry.path} cannot be applied: {content.rules_error}",
                 where="validate:rules",
                 next_step="make the schema self-contained (no external $ref)",
-            ) from e
-        errors.sort(key=lambda pair: (pair[0], pair[1].json_path))
-        for prefix, error in errors[:MAX_SCHEMA_ERRORS]:
-            self._flag(
-                "schema",
-                f"{entry.path}: {prefix}{error.json_path}: {error.message} (schema {req.schema_label})",
             )
-        if len(errors) > MAX_SCHEMA_ERRORS:
-            self._flag("schema", f"{entry.path}: {len(errors) - MAX_SCHEMA_ERRORS} more schema errors")
+        for error in content.schema_errors:
+            self._flag("schema", f"{entry.path}: {error} (schema {req.schema_label})")
+        if content.schema_error_count > MAX_SCHEMA_ERRORS:
+            self._flag("schema", f"{entry.path}: {content.schema_error_count - MAX_SCHEMA_ERRORS} more schema errors")
 
     def _check_slides(self, entry: FileEntry, req: RequiredFile, slides: int) -> None:
         found = f"{entry.path} has {slides} slide{'s' if slides != 1 else ''}"
@@ -253,11 +254,15 @@ class _Checker:
 
     # content ---------------------------------------------------------------------------------------------
 
-    def _read_as(self, entry: FileEntry, kind: str) -> _Content:
-        """Read ``entry`` as ``kind`` once; its problems are flagged the first time."""
-        key = (entry.path, kind)
+    def _read_as(self, entry: FileEntry, kind: str, schema: dict[str, Any] | None = None) -> _Content:
+        """Read ``entry`` as ``kind`` once (in a bounded child process); its problems are flagged the first time."""
+        key = (entry.path, kind, json.dumps(schema, sort_keys=True, default=str) if schema is not None else "")
+        if schema is None:  # any earlier read of this file as this kind already flagged its problems
+            earlier = next((v for k, v in self._content.items() if k[:2] == key[:2]), None)
+            if earlier is not None:
+                return earlier
         if key not in self._content:
-            content = _inspect(self.base / entry.path, entry.path, kind)
+            content = inspect_bounded(self.base / entry.path, entry.path, kind, schema)
             category: Category = "office" if kind in OFFICE_KINDS else "kind"
             for problem in content.problems:
                 self._flag(category, problem)
@@ -265,7 +270,23 @@ class _Checker:
         return self._content[key]
 
 
-def _inspect(path: Path, shown: str, kind: str) -> _Content:
+def inspect_bounded(path: Path, shown: str, kind: str, schema: dict[str, Any] | None = None) -> _Content:
+    """:func:`inspect_file` in a child process with memory and time bounds; a bound hit is a problem."""
+    if kind not in OFFICE_KINDS and kind not in TEXT_KINDS:
+        return inspect_file(path, shown, kind, schema)  # a magic-number check reads 16 bytes
+    try:
+        return run_bounded(
+            inspect_file, path, shown, kind, schema, MAX_PARSE_BYTES,
+            memory_mb=CHECK_MEMORY_MB, timeout_s=CHECK_TIMEOUT_S, what=f"checking {shown}",
+        )
+    except Bounded as e:
+        return _Content(problems=[f"{shown} could not be checked within limits: {e.message}"])
+
+
+def inspect_file(
+    path: Path, shown: str, kind: str, schema: dict[str, Any] | None = None, max_parse_bytes: int = MAX_PARSE_BYTES
+) -> _Content:
+    """Read ``path`` as ``kind``: its problems, slide count, and errors against ``schema`` (JSON/YAML)."""
     if kind in OFFICE_KINDS:
         office = check_office(path, kind, shown)
         return _Content(problems=office.problems, slides=office.slides)
@@ -277,34 +298,83 @@ def _inspect(path: Path, shown: str, kind: str) -> _Content:
         return _Content(problems=[f"{shown} is not a {kind} file (its first bytes do not match)"])
     if kind not in TEXT_KINDS:
         return _Content()
-    raw = path.read_bytes()
+    problem = _stream_text_problem(path, shown, kind)
+    if problem is not None:
+        return _Content(problems=[problem])
+    if kind == "csv":
+        return _csv_content(path, shown)
+    if kind not in ("json", "yaml"):
+        return _Content()
+    size = path.stat().st_size
+    if size > max_parse_bytes:
+        return _Content(problems=[f"{shown} is {size} bytes, more than the {max_parse_bytes}-byte limit for "
+                                  f"parsing {kind}"])
+    with path.open("rb") as fh:
+        text = fh.read(max_parse_bytes + 1).decode("utf-8-sig")
+    content, data = _parse_text(text, shown, kind)
+    if schema is not None and not content.problems:
+        documents = data if kind == "yaml" else [data]
+        return _schema_content(documents, schema)
+    return content
+
+
+def _stream_text_problem(path: Path, shown: str, kind: str) -> str | None:
+    """Why ``path`` is not UTF-8 text without NUL bytes, read block by block (never whole), or ``None``."""
+    decoder = codecs.getincrementaldecoder("utf-8")()
+    offset = 0
+    with path.open("rb") as fh:
+        while True:
+            block = fh.read(_STREAM_BLOCK)
+            try:
+                text = decoder.decode(block, final=not block)
+            except UnicodeDecodeError as e:
+                return f"{shown} is not UTF-8 {kind} text (byte {offset + e.start} cannot be decoded)"
+            if "\x00" in text:
+                return f"{shown} is not {kind} text (it contains NUL bytes)"
+            if not block:
+                return None
+            offset += len(block)
+
+
+def _csv_content(path: Path, shown: str) -> _Content:
     try:
-        text = raw.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        return _Content(problems=[f"{shown} is not UTF-8 {kind} text (byte {e.start} cannot be decoded)"])
-    if "\x00" in text:
-        return _Content(problems=[f"{shown} is not {kind} text (it contains NUL bytes)"])
-    return _parse_text(text, shown, kind)
+        with path.open(encoding="utf-8-sig", newline="") as fh:
+            for _row in csv.reader(fh, strict=True):
+                pass
+    except csv.Error as e:
+        return _Content(problems=[f"{shown} is not valid CSV: {e}"])
+    return _Content()
 
 
-def _parse_text(text: str, shown: str, kind: str) -> _Content:
+def _schema_content(documents: list[Any], schema: dict[str, Any]) -> _Content:
+    validator = validator_for(schema)(schema)
+    errors = []
+    try:
+        for number, document in enumerate(documents):
+            prefix = f"document {number + 1} " if len(documents) > 1 else ""
+            for error in validator.iter_errors(document):
+                errors.append((prefix, error.json_path, error.message[:500]))
+    except Exception as e:  # noqa: BLE001 - an unresolvable $ref surfaces only while validating
+        return _Content(rules_error=str(e)[:500])
+    errors.sort(key=lambda item: (item[0], item[1]))
+    return _Content(
+        schema_errors=[f"{prefix}{path}: {message}" for prefix, path, message in errors[:MAX_SCHEMA_ERRORS]],
+        schema_error_count=len(errors),
+    )
+
+
+def _parse_text(text: str, shown: str, kind: str) -> tuple[_Content, Any]:
     if kind == "json":
         try:
-            return _Content(data=json.loads(text))
+            return _Content(), json.loads(text)
         except json.JSONDecodeError as e:
-            return _Content(
-                problems=[f"{shown} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"]
-            )
-    if kind == "yaml":
-        try:
-            # An empty file is one empty document, so a schema still applies to it.
-            return _Content(data=list(yaml.safe_load_all(text)) or [None])
-        except yaml.YAMLError as e:
-            return _Content(problems=[f"{shown} is not valid YAML: {yaml_problem(e)}"])
-    if kind == "csv":
-        try:
-            for _row in csv.reader(io.StringIO(text, newline=""), strict=True):
-                pass
-        except csv.Error as e:
-            return _Content(problems=[f"{shown} is not valid CSV: {e}"])
-    return _Content()
+            return _Content(problems=[f"{shown} is not valid JSON: {e.msg} at line {e.lineno} column {e.colno}"]), None
+        except RecursionError:
+            return _Content(problems=[f"{shown} is not valid JSON: nested too deeply"]), None
+    try:
+        # An empty file is one empty document, so a schema still applies to it.
+        return _Content(), list(yaml.safe_load_all(text)) or [None]
+    except yaml.YAMLError as e:
+        return _Content(problems=[f"{shown} is not valid YAML: {yaml_problem(e)}"]), None
+    except RecursionError:
+        return _Content(problems=[f"{shown} is not valid YAML: nested too deeply"]), None

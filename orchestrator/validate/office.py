@@ -14,8 +14,12 @@ from xml.etree import ElementTree
 
 from pydantic import BaseModel
 
-# A package that inflates past this is refused before any library parses it (zip bombs).
+# A package that inflates past these (in all, per part, or in members) is refused before any library parses it
+# (zip bombs). The caller also runs this check in a memory- and time-bounded child process.
 MAX_UNCOMPRESSED_BYTES = 512 * 1024 * 1024
+MAX_PART_BYTES = 128 * 1024 * 1024
+MAX_MEMBERS = 20_000
+MAX_RELS_BYTES = 1024 * 1024
 _OFFICE_DOCUMENT_REL = "/officeDocument"
 _DEFAULT_MAIN_PART = {"pptx": "ppt/presentation.xml", "docx": "word/document.xml", "xlsx": "xl/workbook.xml"}
 _DOCUMENT_NAMES = {"pptx": "PowerPoint presentation", "docx": "Word document", "xlsx": "Excel workbook"}
@@ -51,17 +55,24 @@ def _package_problems(path: Path, kind: str, shown: str) -> list[str]:
     try:
         with zipfile.ZipFile(path) as package:
             infos = package.infolist()
+            if len(infos) > MAX_MEMBERS:
+                return [f"{prefix}: {len(infos)} members (limit {MAX_MEMBERS})"]
+            big = next((i for i in infos if i.file_size > MAX_PART_BYTES), None)
+            if big is not None:
+                return [f"{prefix}: part {big.filename} inflates to {big.file_size} bytes (limit {MAX_PART_BYTES})"]
+            inflated = sum(info.file_size for info in infos)
+            if inflated > MAX_UNCOMPRESSED_BYTES:
+                return [f"{prefix}: inflates to {inflated} bytes (limit {MAX_UNCOMPRESSED_BYTES})"]
             names = {info.filename for info in infos}
             if "[Content_Types].xml" not in names:
                 return [f"{prefix}: [Content_Types].xml is missing"]
             if "_rels/.rels" not in names:
                 return [f"{prefix}: _rels/.rels is missing"]
+            if package.getinfo("_rels/.rels").file_size > MAX_RELS_BYTES:
+                return [f"{prefix}: _rels/.rels is larger than {MAX_RELS_BYTES} bytes"]
             main_part = _main_part(package.read("_rels/.rels")) or _DEFAULT_MAIN_PART[kind]
             if main_part not in names:
                 return [f"{prefix}: main part {main_part} is missing"]
-            inflated = sum(info.file_size for info in infos)
-            if inflated > MAX_UNCOMPRESSED_BYTES:
-                return [f"{prefix}: inflates to {inflated} bytes (limit {MAX_UNCOMPRESSED_BYTES})"]
             broken = package.testzip()
             if broken is not None:
                 return [f"{prefix}: member {broken} is corrupt (CRC mismatch)"]

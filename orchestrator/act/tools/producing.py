@@ -6,16 +6,16 @@ import base64
 import binascii
 import json
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
-import jinja2
 import jsonschema
 import yaml
-from jinja2.sandbox import SandboxedEnvironment
 from pydantic import AliasChoices, Field
 
 from orchestrator.act.context import ActContext
+from orchestrator.act.templating import RENDER_TIMEOUT_S, Bounded, render_bounded
 from orchestrator.act.tools._base import (
     MAX_VALUE_BYTES,
     Finish,
@@ -120,12 +120,14 @@ def template_expand(ctx: ActContext, args: TemplateExpandArgs) -> ToolOutcome:
         return violation(str(e), f"path escape: {args.template_path}")
     except (SkillError, FileNotFoundError, SandboxError, UnicodeDecodeError) as e:
         return fail(f"cannot read template {args.template_path}: {e}")
-    # No loader: a template cannot include or extend other files (and so cannot pull in a script's source).
-    env = SandboxedEnvironment(undefined=jinja2.StrictUndefined, autoescape=False)
+    left_s = ctx.state.deadline - time.monotonic()
+    if left_s <= 0.05:
+        return fail("not rendered: the Act's time budget is used up")
     try:
-        rendered = env.from_string(source).render(**args.data)
-    except Exception as e:  # noqa: BLE001 - untrusted templates fail in many ways (SecurityError, TypeError, ...)
-        return fail(f"template {args.template_path} failed: {type(e).__name__}: {e}")
+        rendered = render_bounded(source, args.data, timeout_s=min(RENDER_TIMEOUT_S, left_s))
+    except Bounded as e:  # a bound hit, or the template's own error (SecurityError, TypeError, ...)
+        why = e.data.get("detail") if e.bound == "error" else e.message
+        return fail(f"template {args.template_path} failed: {why}")
     if args.output_path is None:
         shown, cut = cut_to_tokens(rendered, ctx.deps.settings.disclosure.l3_max_tokens)
         return ToolOutcome(ok=True, data={"text": shown, "cut_tokens": cut})

@@ -1,0 +1,59 @@
+"""template_expand is bounded: a hostile template stops at a memory, time or output bound, and the Act's time
+budget holds while it renders."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from act_helpers import act
+
+from orchestrator.act.templating import MAX_RENDER_CHARS, render_bounded
+from orchestrator.config import Budgets
+from orchestrator.isolation import Bounded
+from orchestrator.testing.scripted_model import ScriptedModel, tool_call, tool_call_response, tool_calls_response
+
+HOSTILE = {
+    # The Jinja sandbox stops range() past 100000, so each of these stays under that and nests instead.
+    "spin.j2": "{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}",
+    "huge.j2": "{{ 'x' * 10**10 }}",
+    "wide.j2": "{% for i in range(99999) %}{% for j in range(99999) %}xxxxxxxx{% endfor %}{% endfor %}",
+    "grow.j2": "{% set a = ['x' * 10**6] %}{% for i in range(99999) %}{% set _ = a.append(a[-1] ~ a[-1]) %}"
+               "{% endfor %}",
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE))
+def test_a_hostile_template_stops_at_a_bound(name):
+    started = time.monotonic()
+    with pytest.raises(Bounded) as caught:
+        render_bounded(HOSTILE[name], {}, timeout_s=5)
+    assert time.monotonic() - started < 15
+    assert caught.value.bound in ("time", "memory", "crash", "error")
+
+
+def test_the_output_is_capped():
+    with pytest.raises(Bounded) as caught:
+        render_bounded("{% for i in range(9999) %}{% for j in range(999) %}0123456789{% endfor %}{% endfor %}", {},
+                       timeout_s=20)
+    assert caught.value.bound == "error" and str(MAX_RENDER_CHARS) in caught.value.message
+
+
+def test_an_ordinary_template_renders():
+    assert render_bounded("Hello {{ name }}!", {"name": "Ada"}, timeout_s=20) == "Hello Ada!"
+
+
+def test_the_act_time_budget_holds_while_a_template_renders(write_skill, skills_root, settings, tmp_path):
+    write_skill("t", "Templates.", files=HOSTILE)
+    model = ScriptedModel([
+        tool_calls_response(tool_call("template_expand", template_path="spin.j2", output_path="a.txt"),
+                            tool_call("template_expand", template_path="huge.j2", output_path="b.txt")),
+        tool_call_response("finish", summary="x"),
+    ])
+    started = time.monotonic()
+    result = act("t", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out", qa_mode="off",
+                 budgets=Budgets(time_budget_ms=3000))
+    assert time.monotonic() - started < 20
+    assert result.exit_reason == "budget_time"
+    errors = [r.error or "" for r in result.evidence_summary if r.tool == "template_expand"]
+    assert "template spin.j2 failed" in errors[0] and "time budget" in errors[1]
