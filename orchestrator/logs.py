@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json as json_module
 import logging
 import re
 import sys
@@ -19,8 +20,12 @@ _SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\bAKIA[0-9A-Z]{16}\b"), "AKIA***"),
     (re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{4,}"), "jwt-***"),
     (re.compile(r"(?i)\b((?:api[_-]?key|token|secret|password|passwd)\s*[=:]\s*)[^\s,;\"']{4,}"), r"\1***"),
-    (re.compile(r"[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}"), "***@***"),
+    # Credentials inside a URL (https://user:password@host/...). The look-behinds make every pattern start only
+    # where a run of its characters starts, so masking stays linear in the text's length.
+    (re.compile(r"(?<![A-Za-z0-9+.\-])([A-Za-z][A-Za-z0-9+.\-]*://)[^/\s@:]*:[^/\s@]*@"), r"\1***:***@"),
+    (re.compile(r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}"), "***@***"),
 )
+MAX_MASK_DEPTH = 64
 _SECRET_KEYS = re.compile(r"(?i)(api[_-]?key|authorization|password|passwd|secret|token)$")
 _COUNT_KEY = re.compile(r"(?i)tokens?_(in|out|used|budget|left|total)$|^tokens?$|_tokens$")
 
@@ -32,16 +37,22 @@ def mask_secrets(text: str) -> str:
     return text
 
 
-def mask_value(value: Any, key: str = "") -> Any:
-    """Recursively mask secrets in a log value; values under secret-looking keys are hidden whole."""
+def mask_value(value: Any, key: str = "", _depth: int = 0) -> Any:
+    """Recursively mask secrets in a log value; values under secret-looking keys are hidden whole.
+
+    Keys are masked like values (a secret can be a key too); nesting deeper than ``MAX_MASK_DEPTH`` is replaced
+    by a marker, so a hostile value can neither leak through depth nor crash the logger.
+    """
+    if _depth > MAX_MASK_DEPTH:
+        return "[nested too deeply]"
     if key and _SECRET_KEYS.search(key) and not _COUNT_KEY.search(key) and isinstance(value, str):
         return "***"
     if isinstance(value, str):
         return mask_secrets(value)
     if isinstance(value, Mapping):
-        return {k: mask_value(v, str(k)) for k, v in value.items()}
+        return {mask_secrets(str(k)): mask_value(v, str(k), _depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [mask_value(v) for v in value]
+        return [mask_value(v, "", _depth + 1) for v in value]
     return value
 
 
@@ -58,29 +69,63 @@ def _add_trace_ids(_logger: Any, _method: str, event_dict: MutableMapping[str, A
     return event_dict
 
 
+LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+
+def check_level(level: str) -> str:
+    """``level`` upper-cased, or ``ValueError`` naming the valid levels."""
+    if level.upper() not in LEVELS:
+        raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LEVELS)}")
+    return level.upper()
+
+
+def _safe_json(value: Any, **kwargs: Any) -> str:
+    # ASCII-only: no control character, lone surrogate or terminal sequence survives as a raw character.
+    kwargs.setdefault("default", repr)
+    try:
+        return json_module.dumps(value, ensure_ascii=True, **kwargs)
+    except (ValueError, RecursionError):  # an int too long to print, or nesting the masker did not see
+        return json_module.dumps({k: repr(v)[:2000] for k, v in value.items()}, ensure_ascii=True)
+
+
 def configure_logging(level: str = "INFO", *, json: bool = True, stream: TextIO | None = None) -> None:
-    """Route structlog (and stdlib logging) to ``stream`` (stderr by default) as JSON lines or console text."""
+    """Route structlog and stdlib logging (httpx, openai, urllib3, docker, warnings) to ``stream`` (stderr by
+    default) through one pipeline: masked, then one JSON object per line (or console text with ``json=False``)."""
+    level = check_level(level)
     stream = stream or sys.stderr
     renderer: Any = (
-        structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)
+        structlog.processors.JSONRenderer(serializer=_safe_json)
+        if json
+        else structlog.dev.ConsoleRenderer(colors=False)
     )
+    shared: list[Any] = [
+        structlog.contextvars.merge_contextvars,
+        _add_trace_ids,
+        structlog.processors.add_log_level,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+    ]
     structlog.configure(
-        processors=[
-            structlog.contextvars.merge_contextvars,
-            _add_trace_ids,
-            structlog.processors.add_log_level,
-            structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.format_exc_info,
-            _mask_processor,
-            renderer,
-        ],
-        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level.upper())),
+        processors=[*shared, structlog.processors.format_exc_info, _mask_processor, renderer],
+        wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level)),
         logger_factory=structlog.PrintLoggerFactory(file=stream),
         cache_logger_on_first_use=False,
     )
-    logging.basicConfig(stream=stream, level=level.upper(), format="%(message)s", force=True)
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(
+        structlog.stdlib.ProcessorFormatter(
+            foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name, structlog.stdlib.ExtraAdder()],
+            processors=[
+                structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+                structlog.processors.format_exc_info,
+                _mask_processor,
+                renderer,
+            ],
+        )
+    )
+    logging.basicConfig(level=level, handlers=[handler], force=True)
+    logging.captureWarnings(True)
     for noisy in ("urllib3", "docker", "httpx", "httpcore", "openai"):
-        logging.getLogger(noisy).setLevel(logging.WARNING)
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLevelName(level)))
 
 
 def get_logger(name: str | None = None, **bound: Any) -> Any:

@@ -11,8 +11,9 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.cli import bench, compose, jobs, llm, run, sandbox, skills, validate
+from orchestrator.cli import bench, cache, compose, jobs, llm, run, sandbox, skills, validate
 from orchestrator.cli.common import CliState
+from orchestrator.logs import LEVELS, check_level
 
 app = typer.Typer(
     name="orchestrator",
@@ -22,6 +23,13 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
+
+
+def _check_log_level(value: str) -> str:
+    try:
+        return check_level(value)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from e
 
 
 @app.callback()
@@ -34,7 +42,13 @@ def _root(
         ),
     ] = None,
     log_level: Annotated[
-        str, typer.Option("--log-level", envvar="ORCH_LOG_LEVEL", help="Log level.")
+        str,
+        typer.Option(
+            "--log-level",
+            envvar="ORCH_LOG_LEVEL",
+            help=f"Log level: {', '.join(LEVELS)} (any case).",
+            callback=_check_log_level,
+        ),
     ] = "WARNING",
 ) -> None:
     ctx.obj = CliState(config_file=config, log_level=log_level)
@@ -47,6 +61,7 @@ app.add_typer(
 app.add_typer(
     compose.app, name="compose", help="Prepare the compose stack: build its images, write the host settings (.env)."
 )
+app.add_typer(cache.app, name="cache", help="Show or clear the cache folder (job folders, evidence, memo).")
 app.add_typer(bench.app, name="bench", help="Benchmarks that print JSON with side-by-side ratios.")
 app.command("run", help="Run a goal end to end (Plan -> Act -> Reflect) in this process.")(run.run_goal)
 app.command("validate", help="Validate an output folder: contract rules, then (with --model) semantics.")(

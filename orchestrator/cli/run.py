@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-import json
+import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
-from orchestrator.cli.common import emit_json, fail, state
+from orchestrator.cli.common import dumps_safe, emit_json, fail, notice, plain, state
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.llm.scenario import load_scenario, scenario_inputs
 from orchestrator.logs import mask_value
 from orchestrator.workflow.models import GoalRequest
-from orchestrator.workflow.run import bundle_zip
+from orchestrator.workflow.outputs import check_output_dir, check_zip_target
+from orchestrator.workflow.run import GoalInterrupted, bundle_zip
 from orchestrator.workflow.run import run_goal as run_workflow
 from orchestrator.workflow.runtime import build_runtime
 
@@ -29,12 +32,17 @@ _PROGRESS = {
 }
 
 
+MAX_GOAL_CHARS = 8000
+
+
 def _progress_printer(console: Console) -> Any:
+    """Progress lines for a person: only on a terminal (otherwise stderr carries JSON log lines only)."""
+
     def on_event(name: str, data: dict[str, Any]) -> None:
         template = _PROGRESS.get(name)
-        if template:
+        if template and console.is_terminal:
             data = {**data, "verdict": "pass" if data.get("passed") else "FAIL"}
-            console.print(f"[dim]›[/dim] {template.format(**data)}", highlight=False)
+            console.print(Text("› ", style="dim") + Text(plain(template.format(**data))), highlight=False)
 
     return on_event
 
@@ -80,12 +88,10 @@ def run_goal(
         settings = state(ctx).settings(**overrides)
         model_spec = model or settings.model.name
         goal_text = _goal_text(goal, model_spec)
-        if not skills.is_dir():
-            raise ConfigError(
-                f"skills folder not found: {skills}",
-                where="cli",
-                next_step="pass --skills DIR pointing at a folder of skills",
-            )
+        _check_inputs(skills, out, inputs or [], zip_path)
+        if model is None:
+            notice("cli.model", f"using model {model_spec} (the default; choose one with --model or ORCH_MODEL)",
+                   model=model_spec)
         console = Console(stderr=True, soft_wrap=True)
         request = GoalRequest(
             goal=goal_text, inputs=inputs or _scenario_inputs(model_spec), constraints=constraints or []
@@ -93,25 +99,73 @@ def run_goal(
         with build_runtime(
             settings, skills, model_spec, use_memo=not no_memo, on_event=_progress_printer(console)
         ) as rt:
-            result = run_workflow(request, out, rt)
+            if not rt.library.l1_index():
+                raise ConfigError(
+                    f"no skills found in {skills}",
+                    where="cli",
+                    next_step="pass --skills DIR holding skill folders (each with a SKILL.md)",
+                )
+            try:
+                result = run_workflow(request, out, rt)
+            except GoalInterrupted as stopped:
+                _kept(stopped.result, settings.cache_dir)
+                raise typer.Exit(stopped.exit_code) from None
         if zip_path is not None:
-            result.bundle = str(bundle_zip(result, zip_path))
+            job_copy = settings.cache_dir / "jobs" / result.job_id / "published"
+            result.bundle = str(bundle_zip(result, zip_path, job_copy if job_copy.is_dir() else None))
         result.evidence_path = _save_evidence(result, settings.cache_dir)
     except OrchestratorError as e:
         fail(e, as_json=as_json, code=2)
     if as_json:
-        emit_json(result)
+        emit_json(mask_value(result.model_dump(mode="json", by_alias=True)))  # like the evidence file
     else:
         _print_human(result)
     raise typer.Exit(0 if result.status == "done" else 1)
 
 
 def _goal_text(goal: str | None, model_spec: str) -> str:
-    if goal:
-        return goal
-    if model_spec.startswith("scripted:"):
-        return load_scenario(Path(model_spec.split(":", 1)[1])).goal
-    raise ConfigError("no goal given", where="cli", next_step='pass the goal: python -m orchestrator run "…"')
+    if goal is None and model_spec.startswith("scripted:"):
+        goal = load_scenario(Path(model_spec.split(":", 1)[1])).goal
+    if goal is None or not goal.strip():
+        raise ConfigError(
+            "no goal given" if goal is None else "the goal is empty",
+            where="cli",
+            next_step='say what you want: python -m orchestrator run "Make a 5-slide deck on …"',
+        )
+    try:
+        goal.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise ConfigError(
+            "the goal is not valid UTF-8 text", where="cli", next_step="pass the goal as UTF-8 text"
+        ) from e
+    if len(goal) > MAX_GOAL_CHARS:
+        raise ConfigError(
+            f"the goal is {len(goal)} characters long; at most {MAX_GOAL_CHARS} are accepted",
+            where="cli",
+            next_step="state the goal in fewer words and pass long material as a file with --input PATH",
+        )
+    return goal.strip()
+
+
+def _check_inputs(skills: Path, out: Path, inputs: list[Path], zip_path: Path | None) -> None:
+    """Everything about the command line that can be checked before anything is created."""
+    if not skills.is_dir():
+        raise ConfigError(
+            f"skills folder not found: {skills}",
+            where="cli",
+            next_step="pass --skills DIR pointing at a folder of skills",
+        )
+    for path in inputs:
+        if not path.is_file():
+            what = "is a folder, not a file" if path.is_dir() else "not found"
+            raise ConfigError(
+                f"input {path}: {what}",
+                where="cli",
+                next_step="pass files with --input PATH (repeat it for several files)",
+            )
+    check_output_dir(out)
+    if zip_path is not None:
+        check_zip_target(zip_path)
 
 
 def _scenario_inputs(model_spec: str) -> list[Path]:
@@ -122,36 +176,71 @@ def _scenario_inputs(model_spec: str) -> list[Path]:
 
 
 def _save_evidence(result: Any, cache_dir: Path) -> str:
-    path = cache_dir / "jobs" / result.job_id / "result.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
+    """Write the (masked) evidence file, readable by its owner only; returns its path."""
+    folder = cache_dir / "jobs" / result.job_id
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = folder / "result.json"
     # The evidence file is a log: secrets and personal data in the goal or outputs are masked before writing.
-    path.write_text(json.dumps(mask_value(result.model_dump(mode="json", by_alias=True)), indent=2), encoding="utf-8")
+    text = dumps_safe(mask_value(result.model_dump(mode="json", by_alias=True)))
+    fd, temp = tempfile.mkstemp(dir=folder, prefix=".result-", suffix=".part")  # created 0600
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(temp, path)
     return str(path)
 
 
+def _kept(result: Any, cache_dir: Path) -> None:
+    """After a stop: write the evidence and say in one line what was kept."""
+    try:
+        result.evidence_path = _save_evidence(result, cache_dir)
+    except OSError as e:
+        result.evidence_path = f"(not written: {e})"
+    files = len(result.artifacts)
+    notice(
+        "run.interrupted",
+        f"{result.error.message if result.error else 'stopped'}: kept {files} file{'s' if files != 1 else ''} in "
+        f"{result.out_dir} (marked partial); evidence: {result.evidence_path}",
+        level="warning",
+        job_id=result.job_id,
+        artifacts=[a.path for a in result.artifacts],
+        evidence_path=result.evidence_path,
+    )
+
+
 def _print_human(result: Any) -> None:
+    # Everything shown here may come from a goal, a skill, a script or a model: printed as plain Text, never as
+    # markup, with control characters escaped and secrets masked.
+    result = type(result).model_validate(mask_value(result.model_dump(mode="json", by_alias=True)))
     console = Console(soft_wrap=True)
     colour = {"done": "green", "unmet": "yellow", "failed": "red"}[result.status]
-    console.print(f"[bold {colour}]{result.status}[/] — {result.goal}")
+    console.print(Text(result.status, style=f"bold {colour}") + Text(f" — {plain(result.goal)}"))
     for item in result.stdout:
-        sys.stdout.write(json.dumps(item, ensure_ascii=False, indent=2) + "\n")
+        sys.stdout.write(dumps_safe(item) + "\n")
     for a in result.artifacts:
         console.print(
-            f"  {result.out_dir}/{a.path}  {a.size} bytes  {a.mime}  sha256:{a.sha256[:12]}"
-            + ("  (partial)" if a.partial else ""),
+            Text(
+                plain(f"  {result.out_dir}/{a.path}  {a.size} bytes  {a.mime}  sha256:{a.sha256[:12]}")
+                + ("  (partial)" if a.partial else "")
+            ),
             highlight=False,
         )
+    for note in result.notes:
+        console.print(Text(plain(f"  note: {note}"), style="yellow"), highlight=False)
     if result.error:
         console.print(
-            f"[red]{result.error.where}: {result.error.message}[/] — next: {result.error.next_step}"
+            Text(plain(f"{result.error.where}: {result.error.message}"), style="red")
+            + Text(plain(f" — next: {result.error.next_step}"))
         )
     for u in result.unmet:
         console.print(
-            f"[yellow]unmet[/] {u.what}: {u.why}" + (f" — next: {u.next_step}" if u.next_step else "")
+            Text("unmet ", style="yellow")
+            + Text(plain(f"{u.what}: {u.why}" + (f" — next: {u.next_step}" if u.next_step else "")))
         )
     m = result.metrics
     console.print(
-        f"tokens in/out {m.tokens_in}/{m.tokens_out}, tool calls {m.tool_calls}, "
-        f"{m.duration_ms} ms; evidence: {result.evidence_path}",
+        Text(
+            f"tokens in/out {m.tokens_in}/{m.tokens_out}, tool calls {m.tool_calls}, "
+            f"{m.duration_ms} ms; evidence: {plain(str(result.evidence_path))}"
+        ),
         highlight=False,
     )

@@ -162,6 +162,13 @@ def load_scenario(path: Path | str) -> Scenario:
             next_step="pass an existing YAML file as scripted:PATH or --scenario PATH",
             path=str(path),
         ) from e
+    except UnicodeDecodeError as e:
+        raise ConfigError(
+            f"scenario file {path} is not UTF-8 text (byte {e.start} cannot be decoded)",
+            where="scenario",
+            next_step="save the scenario as UTF-8 YAML",
+            path=str(path),
+        ) from e
     return parse_scenario(text, source=str(path))
 
 

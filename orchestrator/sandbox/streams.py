@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import math
 import socket
 import time
 from collections import deque
@@ -90,13 +91,47 @@ class OutputCollector:
         return self.stdout[:STDOUT_TEXT_BYTES].decode("utf-8", errors="replace")
 
     def stdout_json(self) -> tuple[bool, Any]:
-        """(parsed, value): stdout as JSON, or (False, None) when it is empty or not JSON."""
+        """(parsed, value): stdout as JSON, or (False, None) when it is empty or not JSON.
+
+        The value is plain data every later step can print, log and send: NaN and infinities become null, lone
+        surrogates U+FFFD, integers too long to print a string; nesting deeper than ``MAX_JSON_DEPTH`` is not JSON.
+        """
         if not self.stdout.strip():
             return False, None
         try:
-            return True, json.loads(bytes(self.stdout))
+            return True, plain_json(json.loads(bytes(self.stdout)))
         except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: absurdly deep nesting
             return False, None
+
+
+MAX_JSON_DEPTH = 64
+MAX_INT_DIGITS = 200
+_INT_BOUND = 10**MAX_INT_DIGITS
+
+
+def plain_json(value: Any, depth: int = 0) -> Any:
+    """``value`` (parsed JSON) made safe to print and re-encode, or ``ValueError`` when nested too deeply."""
+    if depth > MAX_JSON_DEPTH:
+        raise ValueError(f"nested deeper than {MAX_JSON_DEPTH} levels")
+    if isinstance(value, str):
+        return _plain_str(value)
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value if -_INT_BOUND < value < _INT_BOUND else str(value)
+    if isinstance(value, list):
+        return [plain_json(v, depth + 1) for v in value]
+    if isinstance(value, dict):
+        return {_plain_str(k): plain_json(v, depth + 1) for k, v in value.items()}
+    return value
+
+
+def _plain_str(text: str) -> str:
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:  # lone surrogates from \ud800-style escapes
+        return text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
 
 
 class Demultiplexer:

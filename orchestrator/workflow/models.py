@@ -87,6 +87,8 @@ class GoalResult(BaseModel):
     out_dir: str = ""
     bundle: str | None = None
     evidence_path: str | None = None
+    notes: list[str] = []
+    """What happened in the output folder beyond the artifacts: files that existed and were replaced, refusals."""
 
 
 class GoalState(BaseModel):
@@ -108,3 +110,4 @@ class GoalState(BaseModel):
     """The top of the planner's shortlist (suggested when no skill fits)."""
     published: list[str] = []
     """Output files written by this goal (the catalog lists only these, not older files in the folder)."""
+    notes: list[str] = []

@@ -6,12 +6,15 @@ in between; ``run_goal`` runs them all in this process (the embedded default).
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
+import tempfile
 import time
 import uuid
 import zipfile
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -34,6 +37,7 @@ from orchestrator.validate.rules import ContractRules, ExpectedOutputs
 from orchestrator.validate.stats import ValidationStats
 from orchestrator.validate.validator import ValidationReport, validate_outputs
 from orchestrator.workflow.models import GoalError, GoalMetrics, GoalRequest, GoalResult, GoalState, Suggestion
+from orchestrator.workflow.outputs import check_job_id, check_output_dir, publish_file
 from orchestrator.workflow.plan import PlanOutcome, make_plan
 
 EventSink = Callable[[str, dict[str, Any]], None]
@@ -62,8 +66,21 @@ def new_job_id() -> str:
 
 
 def start_goal(request: GoalRequest, out_dir: Path, settings: Settings) -> GoalState:
-    """Create the job's folders and stage the input files (read-only for skills)."""
-    job_id = request.job_id or new_job_id()
+    """Check the request and the output folder, then create the job's folders (owner-only) and stage the inputs.
+
+    Nothing is created when a check fails: a missing input, an input that is a folder, an output folder that
+    cannot be written, or a job id that cannot name a folder.
+    """
+    job_id = check_job_id(request.job_id or new_job_id())
+    for path in request.inputs:
+        if not path.is_file():
+            what = "is a folder, not a file" if path.is_dir() else "not found"
+            raise WorkflowError(
+                f"input file {path}: {what}",
+                where="inputs",
+                next_step="pass existing files with --input PATH (repeat it for several files)",
+            )
+    check_output_dir(out_dir)
     work_dir = settings.cache_dir / "jobs" / job_id
     inputs_dir = work_dir / "inputs"
     try:
@@ -75,7 +92,13 @@ def start_goal(request: GoalRequest, out_dir: Path, settings: Settings) -> GoalS
             next_step="pass --out DIR naming a folder you can write (it is created when missing)",
         ) from e
     try:
-        inputs_dir.mkdir(parents=True, exist_ok=True)
+        for folder in (settings.cache_dir, settings.cache_dir / "jobs", work_dir, work_dir / "published"):
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        work_dir.chmod(0o700)  # job folders hold inputs, outputs and evidence: their owner's only
+        # Mounted into script containers as /inputs: the sandbox user must read it (the job folder above it
+        # still keeps every other host user out).
+        inputs_dir.mkdir(mode=0o755, exist_ok=True)
+        inputs_dir.chmod(0o755)
     except OSError as e:
         raise WorkflowError(
             f"cannot create the job folder {work_dir}: {e.strerror or e}",
@@ -83,14 +106,13 @@ def start_goal(request: GoalRequest, out_dir: Path, settings: Settings) -> GoalS
             next_step="set ORCH_CACHE_DIR to a writable folder",
         ) from e
     for path in request.inputs:
-        if not path.is_file():
-            raise WorkflowError(
-                f"input file not found: {path}",
-                where="inputs",
-                next_step="pass existing files with --input PATH",
-            )
         shutil.copyfile(path, inputs_dir / path.name)
     return GoalState(request=request, job_id=job_id, out_dir=out_dir.resolve(), work_dir=work_dir)
+
+
+def published_dir(state: GoalState) -> Path:
+    """The job's own copy of what it published: the only files listed, validated and shown for this goal."""
+    return state.work_dir / "published"
 
 
 def plan_goal(state: GoalState, rt: Runtime) -> GoalState:
@@ -182,7 +204,7 @@ def act_step(state: GoalState, index: int, rt: Runtime, *, feedback: Sequence[st
         blackboard=board,
         store=rt.store,
     )
-    for rel in _publish(step_dir, state.out_dir, state.work_dir / "inputs"):
+    for rel in _publish(step_dir, state):
         if rel not in state.published:
             state.published.append(rel)
     state.blackboard = board.snapshot()
@@ -202,18 +224,27 @@ def act_step(state: GoalState, index: int, rt: Runtime, *, feedback: Sequence[st
     return state
 
 
-def _publish(step_dir: Path, out_dir: Path, inputs_dir: Path) -> list[str]:
+def _publish(step_dir: Path, state: GoalState) -> list[str]:
+    """Copy a step's outputs to the output folder (never through a link), the job's mirror and the next inputs."""
     published: list[str] = []
     if not step_dir.is_dir():
         return published
     for path in sorted(step_dir.rglob("*")):
-        if path.is_file() and not path.is_symlink():
-            rel = path.relative_to(step_dir)
-            for root in (out_dir, inputs_dir):
-                target = root / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(path, target)
-            published.append(rel.as_posix())
+        if not path.is_file() or path.is_symlink():
+            continue
+        rel = path.relative_to(step_dir).as_posix()
+        try:
+            note = publish_file(path, state.out_dir, rel)
+        except (WorkflowError, OSError) as e:
+            state.notes.append(e.message if isinstance(e, WorkflowError) else f"not written: {rel} ({e})")
+            _log.warning("output.refused", job=state.job_id, path=rel, error=str(e))
+            continue
+        if note is not None and rel not in state.published:
+            state.notes.append(note)
+            _log.warning("output.replaced", job=state.job_id, path=rel)
+        for root in (published_dir(state), state.work_dir / "inputs"):
+            publish_file(path, root, rel)
+        published.append(rel)
     return published
 
 
@@ -335,7 +366,7 @@ def _final_validation(state: GoalState, rt: Runtime) -> ValidationReport | None:
         ]
     )
     expected = ExpectedOutputs(description=description, rules=rules)
-    contract = validate_outputs(state.out_dir, expected, model=None, qa_mode="off")
+    contract = validate_outputs(published_dir(state), expected, model=None, qa_mode="off")
     unfinished = [r for r in state.results if r.status != "done"]
     if not contract.pass_:
         report = contract
@@ -373,7 +404,7 @@ def _semantic(state: GoalState, rt: Runtime, expected: ExpectedOutputs, contract
                 "rationale": f"(same verdict as an earlier run on identical artifacts) {cached.get('rationale', '')}",
             }
         )
-    report = validate_outputs(state.out_dir, expected, model=rt.model, qa_mode=rt.settings.qa.mode)
+    report = validate_outputs(published_dir(state), expected, model=rt.model, qa_mode=rt.settings.qa.mode)
     if rt.store is not None and report.pass_ and report.stage == "semantic":
         rt.store.put_verdict(key, report.model_dump(mode="json", by_alias=True))
     return report
@@ -407,7 +438,7 @@ def _result(state: GoalState, report: ValidationReport | None) -> GoalResult:
         ]
     partial = status != "done"
     artifacts = catalog_files(
-        state.out_dir, state.published, partial=partial, versions=Blackboard.from_snapshot(state.blackboard)
+        published_dir(state), state.published, partial=partial, versions=Blackboard.from_snapshot(state.blackboard)
     )
     return GoalResult(
         job_id=state.job_id,
@@ -422,6 +453,7 @@ def _result(state: GoalState, report: ValidationReport | None) -> GoalResult:
         unmet=unmet,
         stdout=stdout,
         out_dir=str(state.out_dir),
+        notes=list(state.notes),
         error=GoalError(
             where=failed.where or f"skill:{failed.skill_id}", message=failed.final_message, next_step=failed.next_step
         )
@@ -430,17 +462,43 @@ def _result(state: GoalState, report: ValidationReport | None) -> GoalResult:
     )
 
 
-def bundle_zip(result: GoalResult, dest: Path) -> Path:
-    """Bundle the output files into one ZIP (the artifact catalog's optional bundle)."""
-    out_dir = Path(result.out_dir)
-    with zipfile.ZipFile(dest, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-        for artifact in result.artifacts:
-            zf.write(out_dir / artifact.path, artifact.path)
+def bundle_zip(result: GoalResult, dest: Path, source: Path | None = None) -> Path:
+    """Bundle the output files into one ZIP (the artifact catalog's optional bundle).
+
+    ``source`` is where the goal's own copies are (its job folder's mirror; the output folder by default). The ZIP
+    is written beside ``dest`` and renamed over it, so a link at ``dest`` is replaced, never written through.
+    """
+    root = source or Path(result.out_dir)
+    fd, temp = tempfile.mkstemp(dir=dest.parent, prefix=".orch-", suffix=".zip.part")
+    try:
+        with os.fdopen(fd, "wb") as fh, zipfile.ZipFile(fh, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            for artifact in result.artifacts:
+                path = root / artifact.path
+                if path.is_file() and not path.is_symlink():
+                    zf.write(path, artifact.path)
+        os.chmod(temp, 0o644)
+        os.replace(temp, dest)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(temp)
+        raise
     return dest
 
 
+class GoalInterrupted(WorkflowError):
+    """The goal was stopped (Ctrl-C, SIGTERM); ``result`` is what it had done, its artifacts marked partial."""
+
+    def __init__(self, message: str, *, result: GoalResult, exit_code: int) -> None:
+        super().__init__(message, where="interrupted", next_step="run the goal again; kept files are marked partial")
+        self.result = result
+        self.exit_code = exit_code
+
+
 def run_goal(request: GoalRequest, out_dir: Path, rt: Runtime) -> GoalResult:
-    """Plan → Act → Reflect in this process. Failures become a ``failed``/``unmet`` result saying where and why."""
+    """Plan → Act → Reflect in this process. Failures become a ``failed``/``unmet`` result saying where and why.
+
+    A stop (Ctrl-C, or SIGTERM raised as ``SystemExit``) raises :class:`GoalInterrupted` carrying the partial result.
+    """
     started = time.monotonic()
     state = start_goal(request, out_dir, rt.settings)
     try:
@@ -453,23 +511,17 @@ def run_goal(request: GoalRequest, out_dir: Path, rt: Runtime) -> GoalResult:
         result = reflect_goal(state, rt)
     except OrchestratorError as e:
         rt.emit("goal.failed", job=state.job_id, where=e.where, error=e.message)
-        result = (
-            _result(state, None)
-            if state.plan is not None
-            else GoalResult(
-                job_id=state.job_id,
-                goal=request.goal,
-                status="failed",
-                out_dir=str(state.out_dir),
-                metrics=state.plan_metrics,
-            )
-        )
-        result.status = "failed"
-        result.error = GoalError(where=e.where or "workflow", message=e.message, next_step=e.next_step or "")
-        if result.validation is None:
-            result.validation = _not_validated(
-                f"the goal failed at {result.error.where} before validation: {e.message}"
-            )
+        result = _failed(state, e.where or "workflow", e.message, e.next_step or "")
+    except (KeyboardInterrupt, SystemExit) as e:
+        how = "Ctrl-C" if isinstance(e, KeyboardInterrupt) else f"a stop signal (exit {e.code})"
+        _log.warning("goal.interrupted", job=state.job_id, how=how)
+        result = _failed(state, "interrupted", f"stopped by {how}", "run the goal again")
+        result.metrics.duration_ms = int((time.monotonic() - started) * 1000)
+        code = 130 if isinstance(e, KeyboardInterrupt) else (e.code if isinstance(e.code, int) else 1)
+        raise GoalInterrupted(f"stopped by {how}", result=result, exit_code=code) from e
+    except Exception as e:  # noqa: BLE001 - a bug of ours still ends with a result and its evidence
+        _log.exception("goal.crashed", job=state.job_id)
+        result = _failed(state, "workflow", f"internal error: {type(e).__name__}: {e}", "report this as a bug")
     result.metrics.duration_ms = int((time.monotonic() - started) * 1000)
     rt.emit(
         "goal.done",
@@ -479,6 +531,31 @@ def run_goal(request: GoalRequest, out_dir: Path, rt: Runtime) -> GoalResult:
         tokens_out=result.metrics.tokens_out,
         tool_calls=result.metrics.tool_calls,
     )
+    return result
+
+
+def _failed(state: GoalState, where: str, message: str, next_step: str) -> GoalResult:
+    """The result of a goal that did not finish: what it published, every artifact marked partial."""
+    try:
+        result = _result(state, None) if state.plan is not None else None
+    except Exception:  # noqa: BLE001 - the failure being reported must not be hidden by a second one
+        _log.exception("goal.result_failed", job=state.job_id)
+        result = None
+    if result is None:
+        result = GoalResult(
+            job_id=state.job_id,
+            goal=state.request.goal,
+            status="failed",
+            out_dir=str(state.out_dir),
+            metrics=state.plan_metrics,
+            notes=list(state.notes),
+        )
+    result.status = "failed"
+    for artifact in result.artifacts:
+        artifact.partial = True
+    result.error = GoalError(where=where, message=message, next_step=next_step)
+    if result.validation is None:
+        result.validation = _not_validated(f"the goal failed at {where} before validation: {message}")
     return result
 
 
