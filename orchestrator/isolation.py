@@ -23,7 +23,7 @@ Bound = Literal["memory", "time", "crash", "error"]
 DEFAULT_MEMORY_MB = 1024
 DEFAULT_TIMEOUT_S = 30.0
 # The fork server imports these once, so each child starts with them loaded.
-PRELOAD = ["orchestrator.validate.contract", "orchestrator.act.templating"]
+PRELOAD = ["orchestrator.validate.contract", "orchestrator.act.templating", "orchestrator.act.checks"]
 
 _context: Any = None
 _lock = threading.Lock()

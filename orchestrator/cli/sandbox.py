@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from orchestrator.cli.common import emit_json, fail, state
+from orchestrator.cli.common import dumps_safe, emit_json, fail, plain, state
 from orchestrator.config import SandboxSettings, Settings
 from orchestrator.errors import ConfigError, OrchestratorError, SandboxRefused
 from orchestrator.sandbox.commands import resolve_command
@@ -198,14 +198,14 @@ def _print_result(result: ScriptResult) -> None:
     status = "ok" if result.ok else f"FAILED: {result.reason}"
     typer.echo(f"{result.script}: {status} (exit {result.exit_code}, {result.duration_ms} ms)")
     for violation in result.violations:
-        typer.echo(f"  violation: {violation}")
+        typer.echo(plain(f"  violation: {violation}"))
     if result.stdout_json is not None:
-        typer.echo(json.dumps(result.stdout_json, indent=2, ensure_ascii=False))
+        typer.echo(dumps_safe(result.stdout_json))
     elif result.stdout_text:
-        typer.echo(result.stdout_text)
+        typer.echo(plain(result.stdout_text))
     if result.stderr_summary:
         typer.echo("--- stderr ---", err=True)
-        typer.echo(result.stderr_summary, err=True)
+        typer.echo(plain(result.stderr_summary), err=True)
 
 
 @app.command("build-image", help="Build the sandbox image (skipped when the same content is already built).")

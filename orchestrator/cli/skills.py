@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from orchestrator.cli.common import EXIT_USAGE, emit_json, fail, state
+from orchestrator.cli.common import EXIT_USAGE, emit_json, fail, plain, state
 from orchestrator.errors import SkillError
 from orchestrator.skills import Problem, Skill, SkillLibrary, SkillSummary
 from orchestrator.skills.confine import display_text
@@ -92,7 +92,8 @@ def list_skills(ctx: typer.Context, root: RootOption = Path("skills"), as_json: 
     warn = Console(stderr=True, soft_wrap=True)
     for problem in library.scan_problems:
         if problem.code != "duplicate_id":  # those are listed on the skill itself
-            warn.print(f"[yellow]warning[/yellow] {escape(f'{problem.code}: {problem.message}')}", highlight=False)
+            text = escape(plain(f"{problem.code}: {problem.message}"))
+            warn.print(f"[yellow]warning[/yellow] {text}", highlight=False)
     if as_json:
         emit_json([summary_json(s) for s in summaries])
         return
@@ -104,9 +105,9 @@ def list_skills(ctx: typer.Context, root: RootOption = Path("skills"), as_json: 
         if len(description) > 120:
             description = description[:117] + "..."
         table.add_row(
-            escape(s.id),
-            escape(s.name) if s.name else "[red]-[/red]",
-            escape(description),
+            escape(plain(s.id)),
+            escape(plain(s.name)) if s.name else "[red]-[/red]",
+            escape(plain(description)),
             str(s.l1_tokens),
             _problem_text(s.problems),
         )
@@ -116,7 +117,7 @@ def list_skills(ctx: typer.Context, root: RootOption = Path("skills"), as_json: 
         for p in s.problems:
             if p.severity == "error":
                 console.print(
-                    f"[red]error[/red] {escape(f'{s.id}: {_where(p)}{p.message}')}", highlight=False
+                    f"[red]error[/red] {escape(plain(f'{s.id}: {_where(p)}{p.message}'))}", highlight=False
                 )
 
 
@@ -147,10 +148,10 @@ def show_skill(
     console.print(
         f"[bold]{escape(skill.id)}[/bold]  ({escape(display_text(str(skill.root)))})", highlight=False
     )
-    console.print(f"name: {skill.name!s}\ndescription: {skill.description!s}", markup=False, highlight=False)
+    console.print(plain(f"name: {skill.name!s}\ndescription: {skill.description!s}"), markup=False, highlight=False)
     for label, value in (("license", skill.license), ("compatibility", skill.compatibility)):
         if value:
-            console.print(f"{label}: {value}", markup=False, highlight=False)
+            console.print(plain(f"{label}: {value}"), markup=False, highlight=False)
     d = skill.declarations
     if d.requires_tools or d.operations or d.input_schema:
         console.print(
@@ -166,15 +167,15 @@ def show_skill(
     for r in skill.references:
         exists = "[green]yes[/green]" if r.exists else "[red]no[/red]"
         path = escape(r.path) if r.path is not None else "[red](refused or no match)[/red]"
-        table.add_row(r.via, escape(r.ref), path, exists, escape(r.source))
+        table.add_row(r.via, escape(plain(r.ref)), plain(path), exists, escape(plain(r.source)))
     console.print(table)
     for p in skill.problems:
         colour = "red" if p.severity == "error" else "yellow"
-        line = f"[{colour}]{p.severity}[/{colour}] {p.code}: {escape(_where(p) + p.message)}"
+        line = f"[{colour}]{p.severity}[/{colour}] {p.code}: {escape(plain(_where(p) + p.message))}"
         console.print(line, highlight=False)
     if body:
         console.rule("L2")
-        console.print(l2.text, markup=False, highlight=False)
+        console.print(plain(l2.text), markup=False, highlight=False)
 
 
 def _where(problem: Problem) -> str:

@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from orchestrator.cli.common import EXIT_USAGE, emit_json, fail, state
+from orchestrator.cli.common import EXIT_USAGE, emit_json, fail, plain, state
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.llm.factory import open_model
 from orchestrator.validate.report import ValidationReport
@@ -84,11 +84,11 @@ def _print_summary(report: ValidationReport) -> None:
     sizes = f"{report.metrics.files} files, {report.metrics.bytes} bytes"
     usage = f", tokens {report.tokens_in} in / {report.tokens_out} out" if report.stage == "semantic" else ""
     console.print(f"{verdict} at stage [bold]{report.stage}[/]: {sizes}{usage}")
-    console.print(report.rationale, markup=False)
+    console.print(plain(report.rationale), markup=False)
     for path in report.missing:
-        console.print(f"  missing: {path}", style="red", markup=False)
+        console.print(plain(f"  missing: {path}"), style="red", markup=False)
     for violation in report.violations:
-        console.print(f"  violation: {violation}", style="red", markup=False)
+        console.print(plain(f"  violation: {violation}"), style="red", markup=False)
     if report.files:
         table = Table("path", "kind", "bytes", "sha256", box=None, pad_edge=False)
         for entry in report.files:

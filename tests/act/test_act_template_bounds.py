@@ -57,3 +57,23 @@ def test_the_act_time_budget_holds_while_a_template_renders(write_skill, skills_
     assert result.exit_reason == "budget_time"
     errors = [r.error or "" for r in result.evidence_summary if r.tool == "template_expand"]
     assert "template spin.j2 failed" in errors[0] and "time budget" in errors[1]
+
+
+def test_a_yaml_alias_bomb_given_to_validate_stops_within_the_act_time_budget(write_skill, skills_root, settings,
+                                                                             tmp_path):
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
+    schema = {"type": "object", "additionalProperties": {"$ref": "#/$defs/n"},
+              "$defs": {"n": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"$ref": "#/$defs/n"}}]}}}
+    write_skill("v", "Validates.")
+    model = ScriptedModel([
+        tool_calls_response(tool_call("write_artifact", path="bomb.yaml", text="\n".join(lines) + "\n"),
+                            tool_call("validate", path="build/bomb.yaml", schema=schema)),
+        tool_call_response("finish", summary="x"),
+    ])
+    started = time.monotonic()
+    result = act("v", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out", qa_mode="off",
+                 budgets=Budgets(time_budget_ms=4000))
+    assert time.monotonic() - started < 30
+    [error] = [r.error or "" for r in result.evidence_summary if r.tool == "validate"]
+    assert "cannot validate" in error and "stopped" in error

@@ -293,3 +293,16 @@ def test_cache_info_and_clear(cli_env, tmp_path):
     assert cleared["removed"] >= 1 and cleared["freed_bytes"] > 0
     assert json.loads(run_cli("cache", "info", "--json", env=cli_env).stdout)["jobs"] == 0
     assert (tmp_path / "out" / "brand.json").exists()  # outputs are the user's: never part of the cache
+
+
+def test_skill_text_is_printed_literally(cli_env, tmp_path):
+    skill = tmp_path / "skills" / "loud"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("---\nname: loud\ndescription: \"[bold]Shouts[/bold] \\e[2J\\e]0;owned\\a\"\n"
+                                    "---\nBody \x1b[31mred\x1b[0m [link=x]y[/link]\n")
+    for args in (["skills", "list", "--root", str(tmp_path / "skills")],
+                 ["skills", "show", "loud", "--root", str(tmp_path / "skills"), "--body"]):
+        proc = run_cli(*args, env=cli_env)
+        assert proc.returncode == 0, proc.stderr
+        assert "\x1b" not in proc.stdout and "\x07" not in proc.stdout
+        assert "[bold]Shouts[/bold]" in proc.stdout

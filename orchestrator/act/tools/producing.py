@@ -14,6 +14,7 @@ import jsonschema
 import yaml
 from pydantic import AliasChoices, Field
 
+from orchestrator.act.checks import CHECK_TIMEOUT_S, schema_violations_bounded
 from orchestrator.act.context import ActContext
 from orchestrator.act.templating import RENDER_TIMEOUT_S, Bounded, render_bounded
 from orchestrator.act.tools._base import (
@@ -185,6 +186,7 @@ def validate(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
 
 def _validate_schema(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
     schema: Any = args.schema_
+    raw: bytes | None = None
     try:
         if isinstance(schema, str):
             schema = json.loads(ctx.deps.library.read_text(ctx.deps.request.skill_id, schema)[0])
@@ -197,17 +199,20 @@ def _validate_schema(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
                 raw = input_path(ctx, args.path).read_bytes()
             else:
                 raw = ctx.deps.library.read_text(ctx.deps.request.skill_id, args.path)[0].encode("utf-8")
-
-            instance = yaml.safe_load(raw.decode("utf-8")) if args.path.endswith((".yaml", ".yml")) else json.loads(raw)
-        else:
-            instance = args.object
-        jsonschema.validators.validator_for(schema).check_schema(schema)
-        errors = sorted(jsonschema.validators.validator_for(schema)(schema).iter_errors(instance), key=str)
     except PathEscapeError as e:
         return violation(str(e), "path escape in validate")
-    except Exception as e:  # noqa: BLE001 - unreadable file, bad JSON, bad schema: all fixable by the model
+    except Exception as e:  # noqa: BLE001 - unreadable file, bad schema file: all fixable by the model
         return fail(f"cannot validate: {type(e).__name__}: {e}")
-    violations = [f"{'/'.join(map(str, err.absolute_path)) or '(root)'}: {err.message}" for err in errors[:20]]
+    left_s = ctx.state.deadline - time.monotonic()
+    if left_s <= 0.05:
+        return fail("not checked: the Act's time budget is used up")
+    yaml_text = bool(args.path and args.path.endswith((".yaml", ".yml")))
+    try:
+        violations = schema_violations_bounded(
+            raw, yaml_text, args.object if raw is None else None, schema, timeout_s=min(CHECK_TIMEOUT_S, left_s)
+        )
+    except Bounded as e:  # bad JSON/YAML, a bad schema, or a bound hit: all reported to the model
+        return fail(f"cannot validate: {e.data.get('detail') if e.bound == 'error' else e.message}")
     return ToolOutcome(
         ok=not violations,
         data={"violations": violations},
