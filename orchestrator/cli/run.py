@@ -144,7 +144,7 @@ def _goal_text(goal: str | None, model_spec: str) -> str:
             where="cli",
             next_step="state the goal in fewer words and pass long material as a file with --input PATH",
         )
-    return goal.strip()
+    return goal
 
 
 def _check_inputs(skills: Path, out: Path, inputs: list[Path], zip_path: Path | None) -> None:
