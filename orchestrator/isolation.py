@@ -84,7 +84,17 @@ def run_bounded(
     receiver, sender = ctx.Pipe(duplex=False)
     cpu_s = max(1, int(timeout_s) + 1)
     process = ctx.Process(target=_child, args=(sender, fn, args, memory_mb * 1024 * 1024, cpu_s), daemon=True)
-    process.start()
+    # A Celery prefork worker is a daemonic process, which multiprocessing forbids to start children; ours is
+    # always joined or killed below before returning, so the flag is lifted just for the start.
+    current = multiprocessing.current_process()
+    daemonic = current._config.get("daemon")  # type: ignore[attr-defined]
+    if daemonic:
+        current._config["daemon"] = False  # type: ignore[attr-defined]
+    try:
+        process.start()
+    finally:
+        if daemonic:
+            current._config["daemon"] = daemonic  # type: ignore[attr-defined]
     sender.close()
     try:
         if not receiver.poll(timeout_s):
