@@ -10,8 +10,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-import yaml
 from pydantic import AliasChoices, Field
 
 from orchestrator.act.checks import CHECK_TIMEOUT_S, schema_violations_bounded
