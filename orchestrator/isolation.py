@@ -2,19 +2,29 @@
 
 Parsing what skills and scripts produce (Office packages, zip members, XML, JSON, YAML) and rendering templates the
 model picked can take unbounded memory or time in libraries we do not control. :func:`run_bounded` runs such a
-function in a child process forked from a fork server (cheap after the first call, safe with threads in the parent)
-under ``RLIMIT_AS`` and ``RLIMIT_CPU``, and kills it at the wall-clock limit. The parent only ever receives the
-function's (small) result or a :class:`Bounded` error saying which bound was hit.
+function in a fresh interpreter (``python -I``) under ``RLIMIT_AS`` and ``RLIMIT_CPU``, and kills it at the
+wall-clock limit. The parent only ever receives the function's (small) result as JSON, or a :class:`Bounded` error
+saying which bound was hit.
+
+A plain subprocess rather than :mod:`multiprocessing`: a Celery prefork worker is a daemonic process, which
+``multiprocessing`` forbids to start children (and its workarounds trip over the worker's authkey), while
+``subprocess`` works under any parent. The child sets its own limits before it reads its work, so nothing from the
+input runs unbounded, and no ``preexec_fn`` runs in the (threaded) parent.
 """
 
 from __future__ import annotations
 
-import multiprocessing
-import multiprocessing.connection
+import json
+import os
+import pickle
 import resource
-import threading
+import subprocess
+import sys
 from collections.abc import Callable
 from typing import Any, Literal, TypeVar
+
+from pydantic import TypeAdapter
+from pydantic_core import to_jsonable_python
 
 from orchestrator.errors import OrchestratorError
 
@@ -22,11 +32,18 @@ T = TypeVar("T")
 Bound = Literal["memory", "time", "crash", "error"]
 DEFAULT_MEMORY_MB = 1024
 DEFAULT_TIMEOUT_S = 30.0
-# The fork server imports these once, so each child starts with them loaded.
-PRELOAD = ["orchestrator.validate.contract", "orchestrator.act.templating", "orchestrator.act.checks"]
+MAX_RESULT_BYTES = 64 * 1024 * 1024
+_HEADER = 8  # bytes of the big-endian length that precedes the pickled work on the child's stdin
 
-_context: Any = None
-_lock = threading.Lock()
+# -I: no PYTHONPATH, no user site, no script folder or cwd on sys.path (the parent's import path is sent instead).
+_BOOTSTRAP = (
+    "import sys, json\n"
+    "n = int.from_bytes(sys.stdin.buffer.read(8), 'big')\n"
+    "head = json.loads(sys.stdin.buffer.read(n))\n"
+    "sys.path[:] = head['path']\n"
+    "from orchestrator.isolation import child_main\n"
+    "child_main(head['memory_bytes'], head['cpu_s'])\n"
+)
 
 
 class Bounded(OrchestratorError):
@@ -37,34 +54,9 @@ class Bounded(OrchestratorError):
         self.bound: Bound = bound
 
 
-def _ctx() -> Any:
-    global _context
-    with _lock:
-        if _context is None:
-            ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(PRELOAD)
-            _context = ctx
-        return _context
-
-
-def _child(conn: Any, fn: Callable[..., Any], args: tuple[Any, ...], memory_bytes: int, cpu_s: int) -> None:
-    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    try:
-        outcome: tuple[str, Any] = ("ok", fn(*args))
-    except MemoryError:
-        outcome = ("memory", None)
-    except RecursionError:
-        outcome = ("error", "too deeply nested (RecursionError)")
-    except BaseException as e:  # noqa: BLE001 - everything the function raises goes back as text
-        outcome = ("error", f"{type(e).__name__}: {str(e)[:500]}")
-    try:
-        conn.send(outcome)
-    except MemoryError:
-        conn.send(("memory", None))
-    finally:
-        conn.close()
+def _import_path() -> list[str]:
+    cwd = os.getcwd()
+    return [os.path.join(cwd, p) if not os.path.isabs(p) else p for p in sys.path]
 
 
 def run_bounded(
@@ -73,43 +65,67 @@ def run_bounded(
     memory_mb: int = DEFAULT_MEMORY_MB,
     timeout_s: float = DEFAULT_TIMEOUT_S,
     what: str = "the check",
+    returns: Any = None,
 ) -> T:
     """``fn(*args)`` computed in a child process limited to ``memory_mb`` of address space and ``timeout_s``.
 
-    ``fn`` must be a module-level function and its arguments and result picklable. Raises :class:`Bounded`
-    when a limit was hit, the child died, or ``fn`` raised (its type and message are kept).
+    ``fn`` must be a module-level function, its arguments picklable and its result JSON-able (pydantic's rules);
+    ``returns`` (a type) turns the JSON back into that type. Raises :class:`Bounded` when a limit was hit, the
+    child died, or ``fn`` raised (its type and message are kept).
     """
     timeout_s = max(float(timeout_s), 0.05)
-    ctx = _ctx()
-    receiver, sender = ctx.Pipe(duplex=False)
     cpu_s = max(1, int(timeout_s) + 1)
-    process = ctx.Process(target=_child, args=(sender, fn, args, memory_mb * 1024 * 1024, cpu_s), daemon=True)
-    # A Celery prefork worker is a daemonic process, which multiprocessing forbids to start children; ours is
-    # always joined or killed below before returning, so the flag is lifted just for the start.
-    current = multiprocessing.current_process()
-    daemonic = current._config.get("daemon")  # type: ignore[attr-defined]
-    if daemonic:
-        current._config["daemon"] = False  # type: ignore[attr-defined]
-    try:
-        process.start()
-    finally:
-        if daemonic:
-            current._config["daemon"] = daemonic  # type: ignore[attr-defined]
-    sender.close()
-    try:
-        if not receiver.poll(timeout_s):
-            raise Bounded(f"{what} took longer than {timeout_s:g}s and was stopped", bound="time")
+    head = json.dumps({"path": _import_path(), "memory_bytes": memory_mb * 1024 * 1024, "cpu_s": cpu_s}).encode()
+    payload = len(head).to_bytes(_HEADER, "big") + head + pickle.dumps((fn, args))
+    with subprocess.Popen(
+        [sys.executable, "-I", "-c", _BOOTSTRAP],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # a terminal's Ctrl-C goes to the parent, which kills the child itself
+        close_fds=True,
+    ) as process:
         try:
-            kind, value = receiver.recv()
-        except (EOFError, OSError) as e:
-            raise Bounded(f"{what} was killed (memory {memory_mb} MiB or CPU time limit)", bound="crash") from e
-    finally:
-        receiver.close()
-        if process.is_alive():
+            out, _ = process.communicate(payload, timeout=timeout_s)
+        except subprocess.TimeoutExpired as e:
             process.kill()
-        process.join(5)
+            process.communicate()
+            raise Bounded(f"{what} took longer than {timeout_s:g}s and was stopped", bound="time") from e
+        finally:
+            if process.poll() is None:
+                process.kill()
+    if process.returncode != 0 or not out or len(out) > MAX_RESULT_BYTES:
+        raise Bounded(f"{what} was killed (memory {memory_mb} MiB or CPU time limit)", bound="crash")
+    try:
+        kind, value = json.loads(out)
+    except ValueError as e:
+        raise Bounded(f"{what} answered something unreadable", bound="crash") from e
     if kind == "memory":
         raise Bounded(f"{what} needed more than {memory_mb} MiB of memory and was stopped", bound="memory")
     if kind == "error":
         raise Bounded(f"{what} failed: {value}", bound="error", detail=value)
+    if returns is not None:
+        return TypeAdapter(returns).validate_python(value)  # type: ignore[no-any-return]
     return value  # type: ignore[no-any-return]
+
+
+def child_main(memory_bytes: int, cpu_s: int) -> None:
+    """The child's side: set the limits, then read the work, run it and print ``[kind, value]`` as JSON."""
+    result_fd = os.dup(1)
+    os.dup2(2, 1)  # whatever the function or its libraries print goes nowhere near the result
+    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    try:
+        fn, args = pickle.loads(sys.stdin.buffer.read())
+        outcome: list[Any] = ["ok", to_jsonable_python(fn(*args))]
+        text = json.dumps(outcome, ensure_ascii=False)
+    except MemoryError:
+        text = '["memory", null]'
+    except RecursionError:
+        text = json.dumps(["error", "too deeply nested (RecursionError)"])
+    except BaseException as e:  # noqa: BLE001 - everything the function raises goes back as text
+        text = json.dumps(["error", f"{type(e).__name__}: {str(e)[:500]}"], ensure_ascii=False)
+    with os.fdopen(result_fd, "wb") as out:
+        out.write(text.encode("utf-8", errors="replace"))
+

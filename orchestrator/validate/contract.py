@@ -277,7 +277,7 @@ def inspect_bounded(path: Path, shown: str, kind: str, schema: dict[str, Any] | 
     try:
         return run_bounded(
             inspect_file, path, shown, kind, schema, MAX_PARSE_BYTES,
-            memory_mb=CHECK_MEMORY_MB, timeout_s=CHECK_TIMEOUT_S, what=f"checking {shown}",
+            memory_mb=CHECK_MEMORY_MB, timeout_s=CHECK_TIMEOUT_S, what=f"checking {shown}", returns=_Content,
         )
     except Bounded as e:
         return _Content(problems=[f"{shown} could not be checked within limits: {e.message}"])

@@ -11,7 +11,7 @@ from act_helpers import act
 from orchestrator.act.templating import MAX_RENDER_CHARS, render_bounded
 from orchestrator.config import Budgets
 from orchestrator.isolation import Bounded
-from orchestrator.testing.scripted_model import ScriptedModel, tool_call, tool_call_response, tool_calls_response
+from orchestrator.testing.scripted_model import ScriptedModel, tool_call, tool_calls_response
 
 HOSTILE = {
     # The Jinja sandbox stops range() past 100000, so each of these stays under that and nests instead.
@@ -48,8 +48,7 @@ def test_the_act_time_budget_holds_while_a_template_renders(write_skill, skills_
     model = ScriptedModel([
         tool_calls_response(tool_call("template_expand", template_path="spin.j2", output_path="a.txt"),
                             tool_call("template_expand", template_path="huge.j2", output_path="b.txt")),
-        tool_call_response("finish", summary="x"),
-    ])
+    ])  # no further response: the time budget ends the Act before the model is asked again
     started = time.monotonic()
     result = act("t", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out", qa_mode="off",
                  budgets=Budgets(time_budget_ms=3000))
@@ -69,8 +68,7 @@ def test_a_yaml_alias_bomb_given_to_validate_stops_within_the_act_time_budget(wr
     model = ScriptedModel([
         tool_calls_response(tool_call("write_artifact", path="bomb.yaml", text="\n".join(lines) + "\n"),
                             tool_call("validate", path="build/bomb.yaml", schema=schema)),
-        tool_call_response("finish", summary="x"),
-    ])
+    ])  # no further response: the check runs until the time budget, which ends the Act
     started = time.monotonic()
     result = act("v", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out", qa_mode="off",
                  budgets=Budgets(time_budget_ms=4000))
