@@ -163,7 +163,7 @@ def test_a_symlinked_script_whose_target_holds_a_newline_is_refused(make_skill, 
     job = open_job(root)
     with pytest.raises(SandboxRefused) as caught:
         job.run_script("nice.sh")
-    assert caught.value.data["violation"] == "bad_path"
+    assert caught.value.violation == "bad_path"
 
 
 @pytest.mark.parametrize("limit", [math.nan, math.inf, -math.inf])
