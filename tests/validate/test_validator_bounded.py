@@ -3,10 +3,12 @@ huge files fail the contract with a clear violation instead of eating the host."
 
 from __future__ import annotations
 
+import multiprocessing
 import resource
 import time
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from validator_helpers import make_deck
@@ -118,3 +120,19 @@ def test_the_bounded_child_stops_at_its_memory_and_time_limits() -> None:
     with pytest.raises(Bounded) as slow:
         run_bounded(_sleep, 60, timeout_s=1)
     assert slow.value.bound == "time" and time.monotonic() - started < 10
+
+
+def _bounded_in_child(results: Any) -> None:
+    results.put(run_bounded(_allocate, 1, memory_mb=512, timeout_s=20))
+
+
+def test_a_daemonic_parent_such_as_a_celery_prefork_worker_can_run_the_bounded_child() -> None:
+    ctx = multiprocessing.get_context("fork")
+    results = ctx.Queue()
+    parent = ctx.Process(target=_bounded_in_child, args=(results,), daemon=True)
+    parent.start()
+    try:
+        assert results.get(timeout=60) == 1 << 20
+    finally:
+        parent.join(10)
+    assert parent.exitcode == 0
