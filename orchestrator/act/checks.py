@@ -11,6 +11,7 @@ import json
 from typing import Any
 
 import jsonschema
+import yaml
 
 from orchestrator.isolation import run_bounded
 
@@ -22,12 +23,7 @@ MAX_VIOLATIONS = 20
 def schema_violations(raw: bytes | None, yaml_text: bool, instance: Any, schema: Any) -> list[str]:
     """Violations of ``schema`` by ``raw`` (parsed as YAML or JSON) or else ``instance``; raises on bad input."""
     if raw is not None:
-        if yaml_text:
-            import yaml
-
-            instance = yaml.safe_load(raw.decode("utf-8"))
-        else:
-            instance = json.loads(raw)
+        instance = yaml.safe_load(raw.decode("utf-8")) if yaml_text else json.loads(raw)
     validator = jsonschema.validators.validator_for(schema)
     validator.check_schema(schema)
     errors = sorted(validator(schema).iter_errors(instance), key=str)

@@ -11,7 +11,7 @@ from pathlib import Path
 import orchestrator
 
 PACKAGE = Path(orchestrator.__file__).parent
-BASE = {"config", "errors", "logs", "tokens", "prompts", "tracing"}
+BASE = {"config", "errors", "logs", "tokens", "prompts", "tracing", "isolation"}
 LEAVES = {"skills", "sandbox", "llm", "validate", "select"}
 ALLOWED: dict[str, set[str]] = {
     "__main__": {"cli"},
@@ -29,6 +29,7 @@ ALLOWED: dict[str, set[str]] = {
     "config": {"errors"},
     "prompts": set(),
     "errors": set(),
+    "isolation": {"errors"},  # bounded child processes for parsing untrusted data
     "logs": set(),
     "tokens": set(),
     "tracing": set(),
