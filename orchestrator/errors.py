@@ -19,6 +19,8 @@ class OrchestratorError(Exception):
     """
 
     retryable: bool = False
+    code: StrEnum | None = None
+    """Which failure it is, for callers to branch on; each error class with kinds has its own enum."""
 
     def __init__(
         self,
@@ -45,6 +47,7 @@ class OrchestratorError(Exception):
             "next_step": self.next_step,
             "retryable": self.retryable,
             **({"data": self.data} if self.data else {}),
+            **({"code": self.code.value} if self.code is not None else {}),
         }
 
     def __str__(self) -> str:
@@ -107,9 +110,6 @@ class SandboxError(OrchestratorError):
         super().__init__(message, **kwargs)
         self.code: SandboxErrorCode = code or self.default_code
 
-    def to_dict(self) -> dict[str, Any]:
-        return {**super().to_dict(), "code": self.code.value}
-
 
 class SandboxRefused(SandboxError):
     """A script was refused before any container started (extension, path outside the skill root).
@@ -134,8 +134,37 @@ class BudgetExceeded(OrchestratorError):
     """A budget ran out; ``budget``, ``limit`` and ``used`` say which and by how much."""
 
 
+class ModelErrorCode(StrEnum):
+    """What went wrong with the model, for callers to branch on (never the message text)."""
+
+    UNSPECIFIED = "unspecified"
+    NO_API_KEY = "no_api_key"
+    TIMEOUT = "timeout"
+    UNREACHABLE = "unreachable"
+    CLIENT_ERROR = "client_error"
+    MODEL_NOT_FOUND = "model_not_found"
+    AUTH_REJECTED = "auth_rejected"
+    RATE_LIMITED = "rate_limited"
+    QUOTA_EXCEEDED = "quota_exceeded"
+    SERVER_ERROR = "server_error"
+    REQUEST_REJECTED = "request_rejected"
+    HTTP_ERROR = "http_error"
+    EMPTY_ANSWER = "empty_answer"
+    SCRIPT_MISMATCH = "script_mismatch"
+
+
 class ModelError(OrchestratorError):
-    """The model could not be reached, is unknown, or answered with something unusable."""
+    """The model could not be reached, is unknown, or answered with something unusable.
+
+    ``code`` says which failure it is; ``retryable`` whether trying again may help. What the server itself said
+    (its HTTP status and error code) stays in ``data`` as ``status`` and ``server_code``.
+    """
+
+    default_code = ModelErrorCode.UNSPECIFIED
+
+    def __init__(self, message: str, *, code: ModelErrorCode | None = None, **kwargs: Any) -> None:
+        super().__init__(message, **kwargs)
+        self.code: ModelErrorCode = code or self.default_code
 
 
 class ValidationRulesError(ConfigError):

@@ -21,7 +21,8 @@ import resource
 import subprocess
 import sys
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar
+from enum import StrEnum
+from typing import Any, TypeVar
 
 from pydantic import TypeAdapter
 from pydantic_core import to_jsonable_python
@@ -29,7 +30,13 @@ from pydantic_core import to_jsonable_python
 from orchestrator.errors import OrchestratorError
 
 T = TypeVar("T")
-Bound = Literal["memory", "time", "crash", "error"]
+class Bound(StrEnum):
+    """Which bound the child hit (or ``ERROR``: ``fn`` raised), for callers to branch on."""
+
+    MEMORY = "memory"
+    TIME = "time"
+    CRASH = "crash"
+    ERROR = "error"
 DEFAULT_MEMORY_MB = 1024
 DEFAULT_TIMEOUT_S = 30.0
 MAX_RESULT_BYTES = 64 * 1024 * 1024
@@ -49,9 +56,13 @@ _BOOTSTRAP = (
 class Bounded(OrchestratorError):
     """The child hit a bound (``bound``: memory, time, crash) or raised (``error``, with its message)."""
 
-    def __init__(self, message: str, *, bound: Bound, **data: Any) -> None:
+    def __init__(self, message: str, *, bound: Bound, detail: str = "", **data: Any) -> None:
+        if detail:
+            data["detail"] = detail
         super().__init__(message, bound=bound, **data)
         self.bound: Bound = bound
+        self.detail = detail
+        """What ``fn`` raised (its type and message) when ``bound`` is ``error``."""
 
 
 def _import_path() -> list[str]:
@@ -90,20 +101,20 @@ def run_bounded(
         except subprocess.TimeoutExpired as e:
             process.kill()
             process.communicate()
-            raise Bounded(f"{what} took longer than {timeout_s:g}s and was stopped", bound="time") from e
+            raise Bounded(f"{what} took longer than {timeout_s:g}s and was stopped", bound=Bound.TIME) from e
         finally:
             if process.poll() is None:
                 process.kill()
     if process.returncode != 0 or not out or len(out) > MAX_RESULT_BYTES:
-        raise Bounded(f"{what} was killed (memory {memory_mb} MiB or CPU time limit)", bound="crash")
+        raise Bounded(f"{what} was killed (memory {memory_mb} MiB or CPU time limit)", bound=Bound.CRASH)
     try:
         kind, value = json.loads(out)
     except ValueError as e:
-        raise Bounded(f"{what} answered something unreadable", bound="crash") from e
+        raise Bounded(f"{what} answered something unreadable", bound=Bound.CRASH) from e
     if kind == "memory":
-        raise Bounded(f"{what} needed more than {memory_mb} MiB of memory and was stopped", bound="memory")
+        raise Bounded(f"{what} needed more than {memory_mb} MiB of memory and was stopped", bound=Bound.MEMORY)
     if kind == "error":
-        raise Bounded(f"{what} failed: {value}", bound="error", detail=value)
+        raise Bounded(f"{what} failed: {value}", bound=Bound.ERROR, detail=str(value))
     if returns is not None:
         return TypeAdapter(returns).validate_python(value)  # type: ignore[no-any-return]
     return value  # type: ignore[no-any-return]

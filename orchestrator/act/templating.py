@@ -12,7 +12,7 @@ from typing import Any
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
-from orchestrator.isolation import Bounded, run_bounded
+from orchestrator.isolation import Bound, Bounded, run_bounded
 
 MAX_RENDER_CHARS = 4 * 1024 * 1024
 RENDER_MEMORY_MB = 512
@@ -44,4 +44,4 @@ def render_bounded(source: str, data: dict[str, Any], *, timeout_s: float, max_c
     )
 
 
-__all__ = ["MAX_RENDER_CHARS", "Bounded", "render", "render_bounded"]
+__all__ = ["MAX_RENDER_CHARS", "Bound", "Bounded", "render", "render_bounded"]

@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import openai
 
 from orchestrator.config import ModelSettings
-from orchestrator.errors import ModelError
+from orchestrator.errors import ModelError, ModelErrorCode
 from orchestrator.llm.interface import Message, ModelResponse, Purpose, ToolCall, ToolSpec, Usage
 from orchestrator.logs import get_logger
 
@@ -58,6 +58,7 @@ class OpenAIChatModel:
                 "or vLLM accept any placeholder value), or use --model scripted:PATH for an offline run",
                 where="model",
                 next_step="export OPENAI_API_KEY=... (and OPENAI_BASE_URL for a non-OpenAI server)",
+                code=ModelErrorCode.NO_API_KEY,
                 model=model,
             )
         self.model = model
@@ -140,6 +141,7 @@ class OpenAIChatModel:
                 f"model {self.model!r} at {self.base_url} answered without any choice",
                 where=f"model:{purpose}",
                 next_step="check the server's logs; the answer had no choices",
+                code=ModelErrorCode.EMPTY_ANSWER,
             )
         choice = completion.choices[0]
         message = choice.message
@@ -171,6 +173,7 @@ class OpenAIChatModel:
                 f"the model server at {base} did not answer within {self.settings.request_timeout_s:g}s "
                 f"(after {retries} retries)",
                 next_step="raise ORCH_MODEL__REQUEST_TIMEOUT_S or check the server's load",
+                code=ModelErrorCode.TIMEOUT,
                 retryable=True,
                 **common,
             )
@@ -180,25 +183,31 @@ class OpenAIChatModel:
             return ModelError(
                 f"cannot connect to the model server at {base}{detail}",
                 next_step="start the server or set OPENAI_BASE_URL to a reachable OpenAI-compatible endpoint",
+                code=ModelErrorCode.UNREACHABLE,
                 retryable=True,
                 **common,
             )
         if not isinstance(e, openai.APIStatusError):
-            return ModelError(f"model client error: {e}", next_step="check the model settings", **common)
+            return ModelError(
+                f"model client error: {e}", next_step="check the model settings", code=ModelErrorCode.CLIENT_ERROR,
+                **common,
+            )
         server_message = _server_message(e)
         status = e.status_code
-        common.update(status=status, code=e.code)
+        common.update(status=status, server_code=e.code)
         if isinstance(e, openai.NotFoundError) or e.code == "model_not_found":
             return ModelError(
                 f"model {self.model!r} was not found at {base} (HTTP {status}: {server_message})",
                 next_step=f"check the model name; list the served models with `curl {base}/models` "
                 "(and check that OPENAI_BASE_URL ends with /v1 for vLLM, Ollama or LM Studio)",
+                code=ModelErrorCode.MODEL_NOT_FOUND,
                 **common,
             )
         if isinstance(e, openai.AuthenticationError | openai.PermissionDeniedError):
             return ModelError(
                 f"the model server at {base} rejected the API key (HTTP {status}: {server_message})",
                 next_step="check OPENAI_API_KEY (and that it belongs to the server in OPENAI_BASE_URL)",
+                code=ModelErrorCode.AUTH_REJECTED,
                 **common,
             )
         if isinstance(e, openai.RateLimitError):
@@ -209,6 +218,7 @@ class OpenAIChatModel:
                 next_step="check the account's quota"
                 if quota
                 else "wait and retry, or run fewer jobs at once",
+                code=ModelErrorCode.QUOTA_EXCEEDED if quota else ModelErrorCode.RATE_LIMITED,
                 retryable=not quota,
                 **common,
             )
@@ -217,6 +227,7 @@ class OpenAIChatModel:
                 f"the model server at {base} failed after {retries} retries "
                 f"(HTTP {status}: {server_message})",
                 next_step="retry later or check the server's logs",
+                code=ModelErrorCode.SERVER_ERROR,
                 retryable=True,
                 **common,
             )
@@ -224,11 +235,13 @@ class OpenAIChatModel:
             return ModelError(
                 f"the model server at {base} rejected the request (HTTP {status}): {server_message}",
                 next_step="the server's message says which part of the request it refused",
+                code=ModelErrorCode.REQUEST_REJECTED,
                 **common,
             )
         return ModelError(
             f"the model server at {base} answered HTTP {status}: {server_message}",
             next_step="check the server's logs",
+            code=ModelErrorCode.HTTP_ERROR,
             retryable=status >= 500,
             **common,
         )

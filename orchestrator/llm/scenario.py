@@ -47,7 +47,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
 
-from orchestrator.errors import ConfigError, ModelError
+from orchestrator.errors import ConfigError, ModelError, ModelErrorCode
 from orchestrator.llm.interface import Purpose
 from orchestrator.tokens import estimate_tokens
 
@@ -65,6 +65,8 @@ class ScriptMismatch(ModelError, AssertionError):
     It is a :class:`ModelError`, so the runtime handles it like any model failure, and an ``AssertionError``,
     so a test that catches neither still fails with the message.
     """
+
+    default_code = ModelErrorCode.SCRIPT_MISMATCH
 
 
 class _Strict(BaseModel):

@@ -226,7 +226,9 @@ def _failed(pc: PhaseContext, record: JobRecord, phase: str, e: OrchestratorErro
         goal=record.goal,
         status="failed",
         out_dir=str(job_out_dir(pc.settings, record)),
-        error=GoalError(where=e.where or phase, message=e.message, next_step=e.next_step or ""),
+        error=GoalError(
+            where=e.where or phase, message=e.message, next_step=e.next_step or "", code=e.code and e.code.value
+        ),
     )
     out = _Outcome(None, "end")
     _finish(pc, record, out, result)

@@ -56,6 +56,8 @@ class GoalError(BaseModel):
     where: str
     message: str
     next_step: str = ""
+    code: str | None = None
+    """The raised error's code (``SandboxErrorCode``/``ModelErrorCode`` value) when it has one."""
 
 
 class Suggestion(BaseModel):

@@ -16,6 +16,7 @@ import zipfile
 from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
@@ -511,7 +512,7 @@ def run_goal(request: GoalRequest, out_dir: Path, rt: Runtime) -> GoalResult:
         result = reflect_goal(state, rt)
     except OrchestratorError as e:
         rt.emit("goal.failed", job=state.job_id, where=e.where, error=e.message)
-        result = _failed(state, e.where or "workflow", e.message, e.next_step or "")
+        result = _failed(state, e.where or "workflow", e.message, e.next_step or "", code=e.code)
     except (KeyboardInterrupt, SystemExit) as e:
         how = "Ctrl-C" if isinstance(e, KeyboardInterrupt) else f"a stop signal (exit {e.code})"
         _log.warning("goal.interrupted", job=state.job_id, how=how)
@@ -534,7 +535,9 @@ def run_goal(request: GoalRequest, out_dir: Path, rt: Runtime) -> GoalResult:
     return result
 
 
-def _failed(state: GoalState, where: str, message: str, next_step: str) -> GoalResult:
+def _failed(
+    state: GoalState, where: str, message: str, next_step: str, *, code: StrEnum | None = None
+) -> GoalResult:
     """The result of a goal that did not finish: what it published, every artifact marked partial."""
     try:
         result = _result(state, None) if state.plan is not None else None
@@ -553,7 +556,7 @@ def _failed(state: GoalState, where: str, message: str, next_step: str) -> GoalR
     result.status = "failed"
     for artifact in result.artifacts:
         artifact.partial = True
-    result.error = GoalError(where=where, message=message, next_step=next_step)
+    result.error = GoalError(where=where, message=message, next_step=next_step, code=code and code.value)
     if result.validation is None:
         result.validation = _not_validated(f"the goal failed at {where} before validation: {message}")
     return result

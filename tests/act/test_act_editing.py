@@ -6,6 +6,7 @@ import json
 
 from act_helpers import act
 
+from orchestrator.config import Budgets
 from orchestrator.testing import ScriptedModel, tool_call_response
 
 XML = '<p:sld><a:t>Title</a:t><a:t>Body</a:t><a:t>Body</a:t></p:sld>\n'
@@ -119,3 +120,21 @@ def test_copy_file_never_copies_a_script_or_reads_outside_the_skill_and_inputs(
     for dest in ("../x.txt", "/tmp/x.txt", "build/../../x.txt"):
         violation(write_skill, skills_root, settings, tmp_path, "copy_file", {"src": "inputs/a.txt", "dest": dest},
                   inputs={"a.txt": b"a"})
+
+
+def test_copy_file_into_a_full_build_area_is_a_failure_the_model_can_act_on(
+    write_skill, skills_root, settings, tmp_path
+):
+    write_skill("deck", "Edit slides.")
+    inputs_dir = tmp_path / "inputs"
+    inputs_dir.mkdir()
+    (inputs_dir / "big.bin").write_bytes(b"x" * (2 * 1024 * 1024))
+    model = ScriptedModel([
+        tool_call_response("copy_file", src="inputs/big.bin", dest="build/big.bin"),
+        tool_call_response("finish", summary="done"),
+    ])
+    result = act("deck", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out",
+                 qa_mode="off", inputs_dir=inputs_dir, budgets=Budgets(disk_write_limit_mb=1))
+    (copied,) = replies(model)[:1]
+    assert copied["ok"] is False and copied["hint"] == "build/ is full: remove drafts or copy less"
+    assert result.status == "done" and not (tmp_path / "out" / "big.bin").exists()

@@ -10,7 +10,7 @@ import openai
 import pytest
 
 from orchestrator.config import ModelSettings
-from orchestrator.errors import ModelError
+from orchestrator.errors import ModelError, ModelErrorCode
 from orchestrator.llm.factory import open_model, open_scripted_model
 from orchestrator.llm.interface import Message, ToolCall, ToolSpec
 from orchestrator.llm.openai_client import OpenAIChatModel
@@ -167,7 +167,8 @@ def test_an_unmet_expectation_is_a_model_error_with_the_scenario_message(
         model.complete([user("hello")], tools=[RUN_SCRIPT], purpose="act")
     # The adapter treats our server like any OpenAI-compatible one: a 400 whose message is the scenario's.
     assert info.value.message.endswith(f"(HTTP 400): scenario {path} step 1 (purpose act): {problem}")
-    assert info.value.data["code"] == "scenario_mismatch"
+    assert info.value.code is ModelErrorCode.REQUEST_REJECTED
+    assert info.value.data["server_code"] == "scenario_mismatch"
     assert info.value.where == "model:act"
     assert server.failures == [f"scenario {path} step 1 (purpose act): {problem}"]
     with pytest.raises(ScriptMismatch, match="1 of 1 steps were never requested"):
@@ -315,16 +316,22 @@ def test_concurrent_requests_each_get_their_own_step(write_scenario, fast_settin
 
 
 @pytest.mark.parametrize(
-    ("status", "code", "expected", "retryable"),
+    ("status", "code", "expected", "retryable", "error_code"),
     [
-        (401, "invalid_api_key", "rejected the API key (HTTP 401", False),
-        (404, "model_not_found", "model 'scripted' was not found at", False),
-        (400, None, "rejected the request (HTTP 400): scripted error", False),
-        (500, None, "failed after 0 retries (HTTP 500", True),
+        (401, "invalid_api_key", "rejected the API key (HTTP 401", False, ModelErrorCode.AUTH_REJECTED),
+        (404, "model_not_found", "model 'scripted' was not found at", False, ModelErrorCode.MODEL_NOT_FOUND),
+        (400, None, "rejected the request (HTTP 400): scripted error", False, ModelErrorCode.REQUEST_REJECTED),
+        (500, None, "failed after 0 retries (HTTP 500", True, ModelErrorCode.SERVER_ERROR),
     ],
 )
 def test_server_errors_become_actionable_model_errors(
-    write_scenario, fast_settings, status: int, code: str | None, expected: str, retryable: bool
+    write_scenario,
+    fast_settings,
+    status: int,
+    code: str | None,
+    expected: str,
+    retryable: bool,
+    error_code: ModelErrorCode,
 ) -> None:
     code_line = f", code: {code}" if code else ""
     path = write_scenario(f"goal: g\nsteps:\n  - reply: {{error: {{status: {status}{code_line}}}}}\n")
@@ -332,6 +339,8 @@ def test_server_errors_become_actionable_model_errors(
         model.complete([user("hi")])
     assert expected in info.value.message
     assert info.value.retryable is retryable
+    assert info.value.code is error_code
+    assert info.value.to_dict()["code"] == error_code.value
     assert info.value.next_step
 
 
@@ -353,6 +362,7 @@ def test_rate_limits_are_retried_by_the_sdk_then_reported(write_scenario) -> Non
         assert model.complete([user("hi")]).content == "after the rate limit"
     assert "after 1 retries (HTTP 429: slow down)" in info.value.message
     assert info.value.retryable is True
+    assert info.value.code is ModelErrorCode.RATE_LIMITED
 
 
 def test_a_retry_after_a_server_error_succeeds_transparently(write_scenario) -> None:

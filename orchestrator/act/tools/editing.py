@@ -14,7 +14,7 @@ from orchestrator.act.tools._base import ToolArgs, ToolOutcome, fail, is_script,
 from orchestrator.act.tools.producing import record_write
 from orchestrator.act.tools.reading import input_path
 from orchestrator.act.workspace import clean_build_path
-from orchestrator.errors import PathEscapeError, SandboxError, SkillError
+from orchestrator.errors import PathEscapeError, SandboxError, SandboxErrorCode, SkillError
 
 EDIT_MAX_BYTES = 10 * 1024 * 1024
 COPY_MAX_BYTES = 50 * 1024 * 1024
@@ -122,7 +122,7 @@ def copy_file(ctx: ActContext, args: CopyFileArgs) -> ToolOutcome:
     try:
         written = ctx.deps.build.write_file(rel, data)
     except SandboxError as e:
-        if e.data.get("code") == "disk_full":
+        if e.code is SandboxErrorCode.DISK_FULL:
             return fail(str(e), hint="build/ is full: remove drafts or copy less")
         raise
     label, changed = record_write(ctx, rel, written.sha256, written.size)

@@ -14,7 +14,7 @@ from pydantic import AliasChoices, Field
 
 from orchestrator.act.checks import CHECK_TIMEOUT_S, schema_violations_bounded
 from orchestrator.act.context import ActContext
-from orchestrator.act.templating import RENDER_TIMEOUT_S, Bounded, render_bounded
+from orchestrator.act.templating import RENDER_TIMEOUT_S, Bound, Bounded, render_bounded
 from orchestrator.act.tools._base import (
     MAX_VALUE_BYTES,
     Finish,
@@ -125,7 +125,7 @@ def template_expand(ctx: ActContext, args: TemplateExpandArgs) -> ToolOutcome:
     try:
         rendered = render_bounded(source, args.data, timeout_s=min(RENDER_TIMEOUT_S, left_s))
     except Bounded as e:  # a bound hit, or the template's own error (SecurityError, TypeError, ...)
-        why = e.data.get("detail") if e.bound == "error" else e.message
+        why = e.detail if e.bound is Bound.ERROR else e.message
         return fail(f"template {args.template_path} failed: {why}")
     if args.output_path is None:
         shown, cut = cut_to_tokens(rendered, ctx.deps.settings.disclosure.l3_max_tokens)
@@ -210,7 +210,7 @@ def _validate_schema(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
             raw, yaml_text, args.object if raw is None else None, schema, timeout_s=min(CHECK_TIMEOUT_S, left_s)
         )
     except Bounded as e:  # bad JSON/YAML, a bad schema, or a bound hit: all reported to the model
-        return fail(f"cannot validate: {e.data.get('detail') if e.bound == 'error' else e.message}")
+        return fail(f"cannot validate: {e.detail if e.bound is Bound.ERROR else e.message}")
     return ToolOutcome(
         ok=not violations,
         data={"violations": violations},
