@@ -26,6 +26,7 @@ from orchestrator.act.tools import TOOLS, Finish, PreparedCall, RepeatedRead, To
 from orchestrator.errors import ModelError, SandboxError
 from orchestrator.llm.interface import ChatModel, ImagePart, Message, ModelResponse, ToolCall, Usage
 from orchestrator.prompts import load_prompt, render_prompt
+from orchestrator.tracing import tracer
 from orchestrator.validate.validator import ValidationReport
 
 NO_PROGRESS_TURNS = 2  # turns without a new or changed artifact before the one Micro-Reflect
@@ -95,6 +96,28 @@ def _turn(run: _Run) -> StepResult:
 
 
 def _call(run: _Run, call: ToolCall, usage: tuple[Usage, int] | None) -> StepResult:
+    """One tool call as a ``tool`` span (a container it starts is a child span); its record gives the attributes."""
+    ctx = run.ctx
+    attrs: dict[str, str | int] = {
+        "orch.tool": call.name[:100], "orch.skill_id": ctx.deps.request.skill_id, "orch.step": ctx.state.step
+    }
+    with tracer().start_as_current_span("tool", attributes=attrs) as span:
+        recorded = len(ctx.state.records)
+        result = _apply(run, call, usage)
+        for record in ctx.state.records[recorded:]:
+            span.set_attribute("orch.ok", record.ok)
+            if record.error:
+                span.set_attribute("orch.error", record.error[:300])
+            if record.memo_hit:
+                span.set_attribute("orch.memo_hit", True)
+        if isinstance(result, Stopped | Finished):
+            span.set_attribute("orch.exit", result.exit.reason)
+            if result.exit.reason == "sandbox_violation":
+                span.set_attribute("orch.violation", result.exit.why[:300])
+        return result
+
+
+def _apply(run: _Run, call: ToolCall, usage: tuple[Usage, int] | None) -> StepResult:
     """Apply one tool call and act on its effect; its record is built in ``finally``, whatever happened."""
     started = time.monotonic()
     prepared: PreparedCall | None = None

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
 from orchestrator.cli.common import emit_json, fail, state
@@ -264,7 +265,7 @@ def _print_trace(ledger: Any, job_id: str, *, as_json: bool) -> None:
         text = f"{span['name']}  {(span['end'] - span['start']) * 1000:.0f} ms"
         if attrs:
             text += "  " + " ".join(f"{k}={v}" for k, v in attrs.items())
-        branch = node.add(text)
+        branch = node.add(Text(text))  # names and errors may come from the model or a script: never markup
         for child in children.get(span["span_id"], []):
             add(branch, child)
 

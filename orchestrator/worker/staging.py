@@ -10,14 +10,15 @@ outside the sandbox: only the orchestrator's own writes are staged.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from orchestrator.act.workspace import LocalBuildArea
-from orchestrator.errors import SandboxError, SandboxErrorCode
+from orchestrator.errors import SandboxError, SandboxErrorCode, SandboxRefused
 from orchestrator.sandbox.backend import SandboxBackend, SandboxJobArea, ScriptArgs
 from orchestrator.sandbox.models import BuildFile, ScriptResult
+from orchestrator.tracing import tracer
 
 
 class StagedSandbox:
@@ -114,10 +115,23 @@ class StagedJob:
     def run_script(
         self, script: str, args: ScriptArgs = None, *, argv: Sequence[str] = (), timeout_s: float = 20
     ) -> ScriptResult:
-        return self._real().run_script(script, args, argv=argv, timeout_s=timeout_s)
+        return self._contained(script, lambda job: job.run_script(script, args, argv=argv, timeout_s=timeout_s))
 
     def run_command(self, argv: Sequence[str], *, timeout_s: float = 20) -> ScriptResult:
-        return self._real().run_command(argv, timeout_s=timeout_s)
+        return self._contained(argv[0] if argv else "", lambda job: job.run_command(argv, timeout_s=timeout_s))
+
+    def _contained(self, what: str, run: Callable[[SandboxJobArea], ScriptResult]) -> ScriptResult:
+        """Every script or program container of a worker's job, as a ``container`` span (a child of the tool's)."""
+        job = self._real()  # opening the job (its holder, the copy of staged files) belongs to the tool's span
+        attrs: dict[str, Any] = {"orch.job_id": self._args[0], "orch.script": what}
+        with tracer().start_as_current_span("container", attributes=attrs) as span:
+            try:
+                result = run(job)
+            except SandboxRefused as e:  # refused before any container started
+                span.set_attribute("orch.violation", e.violation or "refused")
+                raise
+            span.set_attributes(_container_attributes(result))
+            return result
 
     def take_pruned(self) -> list[str]:
         pruned: list[str] = self._job.take_pruned() if self._job is not None else []
@@ -136,3 +150,17 @@ class StagedJob:
         if name.startswith("_"):
             raise AttributeError(name)
         return getattr(self._real(), name)
+
+
+def _container_attributes(result: ScriptResult) -> dict[str, Any]:
+    attrs: dict[str, Any] = {
+        "orch.container": result.container or "",
+        "orch.exit_code": -1 if result.exit_code is None else result.exit_code,
+        "orch.duration_ms": result.duration_ms,
+        "orch.ok": result.ok,
+    }
+    if result.timed_out or result.oom_killed or result.limit:
+        attrs["orch.limit"] = result.limit or ("timeout" if result.timed_out else "memory")
+    if result.violations:
+        attrs["orch.violation"] = ", ".join(result.violations)[:300]
+    return attrs

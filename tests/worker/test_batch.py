@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
-from worker_helpers import Cluster, goal_line, wait_for
+import yaml
+from worker_helpers import REPO, Cluster, goal_line, wait_for
 
 WAIT = ("--wait", "--timeout", "400")
 
@@ -73,6 +75,50 @@ def test_jobs_trace_prints_the_goal_span_tree_from_the_ledger(batch: tuple[Clust
     assert models.count("plan") == 1 and models.count("act") == 4 and models.count("reflect") <= 1
     text = cluster.cli("jobs", "batch-a", "--trace").stdout
     assert "goal" in text and "plan" in text and "act" in text
+
+
+def _with_hostile_tool_call(src: Path, dest: Path) -> Path:
+    """The scenario with a tool name full of console markup sent along with the act's first tool call."""
+    data = yaml.safe_load(src.read_text())
+    act = next(s for s in data["steps"] if s["purpose"] == "act")
+    act["reply"]["tool_calls"].insert(0, {"name": "[/oops][bold]no_such_tool", "arguments": {}})
+    dest.write_text(yaml.safe_dump(data, sort_keys=False))
+    return dest
+
+
+@pytest.mark.docker
+def test_each_tool_call_and_each_container_is_a_span_under_its_act(
+    shared_cluster: Cluster, sandbox_image: str, tmp_path: Path
+) -> None:
+    cluster = shared_cluster
+    scenario = _with_hostile_tool_call(REPO / "ops/scenarios/csv-summary.yaml", tmp_path / "csv.yaml")
+    line = json.dumps({
+        "goal": "Summarise sales.csv: total revenue per region, with a bar chart of the totals",
+        "model": f"scripted:{scenario}", "job_id": "traced-csv", "inputs": [str(REPO / "ops/scenarios/data/sales.csv")],
+    })
+    done = cluster.cli("submit", "-", *WAIT, stdin=line, timeout=450)
+    assert done.returncode == 0 and cluster.job("traced-csv")["state"] == "done", (done.stdout, cluster.log("w1"))
+
+    trace = json.loads(cluster.cli("jobs", "traced-csv", "--trace", "--json").stdout)
+    spans = {s["span_id"]: s for s in trace["spans"]}
+    act = next(s for s in spans.values() if s["name"] == "act")
+    tools = sorted((s for s in spans.values() if s["name"] == "tool"), key=lambda s: s["start"])
+    assert [t["attributes"]["orch.tool"] for t in tools] == ["[/oops][bold]no_such_tool", "run_script", "finish"]
+    assert {t["parent_id"] for t in tools} == {act["span_id"]}
+    unknown, script, _finish = (t["attributes"] for t in tools)
+    assert unknown["orch.ok"] is False and "unknown tool" in unknown["orch.error"]
+    assert script["orch.ok"] is True and script["orch.skill_id"] == "data/csv-summary" and script["orch.step"] == 1
+
+    containers = [s for s in spans.values() if s["name"] == "container"]
+    assert len(containers) == 1 and containers[0]["parent_id"] == tools[1]["span_id"]
+    box = containers[0]["attributes"]
+    assert box["orch.script"] == "scripts/summarize.py" and box["orch.exit_code"] == 0 and box["orch.ok"] is True
+    assert box["orch.container"] and box["orch.duration_ms"] > 0 and "orch.violation" not in box
+    assert tools[1]["start"] <= containers[0]["start"] <= containers[0]["end"] <= tools[1]["end"]
+
+    text = cluster.cli("jobs", "traced-csv", "--trace")
+    assert text.returncode == 0, text.stderr
+    assert "[/oops][bold]no_such_tool" in text.stdout and "container" in text.stdout  # printed literally
 
 
 def test_every_log_line_of_a_job_carries_its_trace_id(batch: tuple[Cluster, int, dict]) -> None:
