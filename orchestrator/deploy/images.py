@@ -41,6 +41,7 @@ from orchestrator.sandbox.image import (
     _stream_build,
     ensure_debootstrap_base,
     ensure_public_base,
+    publish_staged,
     resolve_base,
 )
 
@@ -229,11 +230,7 @@ def download_dependencies(project_wheel: Path, target: Path, say: Progress) -> N
         raise
     for own in staging.glob(PROJECT_WHEEL):
         own.unlink()
-    (staging / ".complete").touch()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.move(str(staging), target)
+    publish_staged(staging, target)
 
 
 # -- build --------------------------------------------------------------------------------------------------------

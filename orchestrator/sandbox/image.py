@@ -19,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import suppress
 from pathlib import Path
 from typing import Any, Literal
@@ -284,43 +284,37 @@ def ensure_wheelhouse(folder: Path, cache_dir: Path, say: Progress, given: Path 
     target = cache_dir / "wheelhouse" / key
     if (target / ".complete").exists():
         return target
-    staging = Path(tempfile.mkdtemp(prefix="wheelhouse-"))
     version, abi = IMAGE_PYTHON
-    argv = [
-        sys.executable,
-        "-m",
-        "pip",
-        "download",
-        "--quiet",
-        "--no-deps",
-        "--only-binary=:all:",
-        *[arg for tag in platforms for arg in ("--platform", tag)],
-        "--python-version",
-        version,
-        "--implementation",
-        "cp",
-        "--abi",
-        abi,
-        "-r",
-        str(requirements),
-        "-d",
-        str(staging),
-    ]
+
+    def pip_download(staging: Path) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--quiet",
+            "--no-deps",
+            "--only-binary=:all:",
+            *[arg for tag in platforms for arg in ("--platform", tag)],
+            "--python-version",
+            version,
+            "--implementation",
+            "cp",
+            "--abi",
+            abi,
+            "-r",
+            str(requirements),
+            "-d",
+            str(staging),
+        ]
+
     say("downloading wheels for the image (pip download)")
-    done = subprocess.run(argv, capture_output=True, text=True, check=False)
-    if done.returncode != 0:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise SandboxError(
-            f"pip download failed: {done.stderr.strip()[-2000:]}",
-            where="sandbox:build-image",
-            next_step="make a wheelhouse on a connected machine and pass --wheelhouse DIR",
-            retryable=True,
-        )
-    (staging / ".complete").touch()
-    target.parent.mkdir(parents=True, exist_ok=True)
-    if target.exists():
-        shutil.rmtree(target)
-    shutil.move(str(staging), target)
+    _fill_cache(
+        target,
+        pip_download,
+        tool="pip download",
+        next_step="make a wheelhouse on a connected machine and pass --wheelhouse DIR",
+    )
     return target
 
 
@@ -356,26 +350,49 @@ def ensure_node_modules(folder: Path, cache_dir: Path, say: Progress, given: Pat
             next_step="install npm (apt-get install npm), or pass --node-modules DIR made by `npm ci` elsewhere",
             retryable=False,
         )
-    staging = Path(tempfile.mkdtemp(prefix="node-modules-"))
-    for name in NODE_LOCK_FILES:
-        shutil.copy2(folder / name, staging / name)
     say("installing the image's Node libraries (npm ci)")
-    argv = [npm, "ci", "--ignore-scripts", "--omit=dev", "--no-audit", "--no-fund", "--loglevel=error"]
-    done = subprocess.run(argv, cwd=staging, capture_output=True, text=True, check=False)
+    _fill_cache(
+        target,
+        lambda _staging: [npm, "ci", "--ignore-scripts", "--omit=dev", "--no-audit", "--no-fund", "--loglevel=error"],
+        tool="npm ci",
+        next_step="check that the npm registry is reachable, or pass --node-modules DIR",
+        seed=[folder / name for name in NODE_LOCK_FILES],
+    )
+    return target / "node_modules"
+
+
+def _fill_cache(
+    target: Path,
+    argv: Callable[[Path], list[str]],
+    *,
+    tool: str,
+    next_step: str,
+    seed: Sequence[Path] = (),
+) -> None:
+    """Run ``argv(staging)`` in a fresh staging folder holding copies of ``seed``, then move the folder to ``target``
+    marked ``.complete``: a failed or interrupted download never leaves a cache entry that looks finished."""
+    staging = Path(tempfile.mkdtemp(prefix=f"{target.parent.name}-"))
+    for path in seed:
+        shutil.copy2(path, staging / path.name)
+    done = subprocess.run(argv(staging), cwd=staging, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         shutil.rmtree(staging, ignore_errors=True)
         raise SandboxError(
-            f"npm ci failed: {done.stderr.strip()[-2000:]}",
+            f"{tool} failed: {done.stderr.strip()[-2000:]}",
             where="sandbox:build-image",
-            next_step="check that the npm registry is reachable, or pass --node-modules DIR",
+            next_step=next_step,
             retryable=True,
         )
+    publish_staged(staging, target)
+
+
+def publish_staged(staging: Path, target: Path) -> None:
+    """Mark the finished ``staging`` folder ``.complete`` and move it to the cache entry ``target`` (replacing it)."""
     (staging / ".complete").touch()
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.exists():
         shutil.rmtree(target)
     shutil.move(str(staging), target)
-    return target / "node_modules"
 
 
 # -- build --------------------------------------------------------------------------------------------------------

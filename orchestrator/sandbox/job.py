@@ -1,11 +1,11 @@
-"""One sandbox job on the Docker SDK: its volumes and holder, one fresh container per call, build/ file access.
+"""One sandbox job on the Docker SDK: its volumes and holder, one fresh container per call (``build/`` file access
+is in ``buildfolder.py``).
 
 See ``docker.py`` for the runner that opens jobs and for the design.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -15,9 +15,9 @@ import shutil
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import Future
-from contextlib import AbstractContextManager, suppress
+from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -30,10 +30,9 @@ import requests
 from docker.types import Mount
 
 from orchestrator.config import SandboxSettings
-from orchestrator.errors import SandboxError, SandboxErrorCode, SandboxRefused
+from orchestrator.errors import SandboxError, SandboxRefused
 from orchestrator.logs import get_logger
-from orchestrator.sandbox import buildfs
-from orchestrator.sandbox.archive import open_archive
+from orchestrator.sandbox.buildfolder import HOLDER_BUILD, BuildFolder
 from orchestrator.sandbox.commands import resolve_command
 from orchestrator.sandbox.engine import docker_errors, private_dir
 from orchestrator.sandbox.limits import (
@@ -46,7 +45,6 @@ from orchestrator.sandbox.limits import (
     holder_host_config,
     overlay_volume_options,
     resolve_script,
-    safe_build_path,
     sandbox_environment,
     script_host_config,
 )
@@ -61,7 +59,6 @@ if TYPE_CHECKING:
 
 log = get_logger(__name__)
 
-HOLDER_BUILD = "/build"
 
 
 @dataclass
@@ -136,9 +133,7 @@ class SandboxJob:
         self._seq_lock = threading.Lock()
         self._call_lock = threading.Lock()
         self._closed = False
-        self._build_dirty = False  # a script ran since build/ was last checked (see _prune_build)
-        self._pruned: list[str] = []
-        self._reported: set[str] = set()
+        self._build_folder: BuildFolder | None = None
 
     def __enter__(self) -> SandboxJob:
         return self
@@ -175,6 +170,10 @@ class SandboxJob:
                 self._discard_holder()
                 skill_mount = self._copy_skill()
                 self._start_holder([skill_mount, build_mount])
+            assert self.holder is not None
+            self._build_folder = BuildFolder(
+                self._api, self.holder, name=self.name, disk_mb=self.disk_mb, settings=self.settings
+            )
             mounts = [skill_mount, Mount(f"{SKILL_MOUNT}/{BUILD_DIR}", build, type="volume", no_copy=True)]
             if self.inputs_dir is not None:
                 mounts.append(Mount(INPUTS_MOUNT, str(self.inputs_dir), type="bind", read_only=True))
@@ -320,7 +319,7 @@ class SandboxJob:
         self._check_open()
         command = resolve_script(self.skill_root, script, self.settings.allowed_extensions, argv)
         if command.in_build:
-            self._check_build_script(command.script, command.target)
+            self._build().check_script(command.script, command.target)
         try:
             payload = json.dumps({} if args is None else args, ensure_ascii=False, allow_nan=False).encode()
         except ValueError as e:  # also UnicodeEncodeError (lone surrogates) and NaN/Infinity
@@ -344,28 +343,6 @@ class SandboxJob:
         command = resolve_command(argv, self.settings.allowed_commands)
         return self._call(command, b"", timeout_s)
 
-    def _check_build_script(self, script: str, target: str) -> None:
-        rel = target.split("/", 1)[1]
-        where = f"tool:run_script:{script}"
-        with docker_errors(where):
-            path_stat: dict[str, Any] | None = None
-            try:
-                chunks, path_stat = self._api.get_archive(self.holder, f"{HOLDER_BUILD}/{rel}")
-                for _chunk in chunks:  # drain the stream so the connection goes back to the pool
-                    pass
-            except docker.errors.NotFound:
-                path_stat = None
-        if path_stat is None or not buildfs.stat_is_regular(path_stat):
-            what = "does not exist" if path_stat is None else "is not a regular file"
-            raise SandboxRefused(
-                f"script {script!r} {what} in build/",
-                where=where,
-                next_step="write the script with write_artifact first, then run it as build/NAME",
-                retryable=False,
-                violation="not_found" if path_stat is None else "not_a_file",
-                script=script,
-            )
-
     def _call(self, command: LaunchedCommand, payload: bytes, timeout_s: float) -> ScriptResult:
         try:
             check_timeout(timeout_s)
@@ -383,7 +360,8 @@ class SandboxJob:
                 self._discard(prepared)
                 if not self._closed and self.runner.prewarm != "off":
                     self._pending = self.runner.executor.submit(self._prepare)
-            self._build_dirty = True
+            if self._build_folder is not None:
+                self._build_folder.dirty = True
         log.info(
             "sandbox.call",
             job=self.name,
@@ -486,164 +464,34 @@ class SandboxJob:
 
     # -- build/ -----------------------------------------------------------------------------------------------
 
-    def _exec_holder(self, argv: list[str]) -> tuple[int, str]:
-        """Run a runtime command in the holder: from ``/`` (never the skill root, which is the image's working
-        folder), so nothing a skill ships (``json.py``, ``sitecustomize.py``, …) can be picked up by it."""
-        uid = self.settings.uid
-        with docker_errors(f"container:{self.name}-holder"):
-            exec_id = self._api.exec_create(
-                self.holder, argv, user=f"{uid}:{uid}", workdir="/", environment=sandbox_environment()
-            )["Id"]
-            output = self._api.exec_start(exec_id)
-            code = self._api.exec_inspect(exec_id).get("ExitCode")
-        return int(code or 0), output.decode("utf-8", errors="replace")
+    def _build(self) -> BuildFolder:
+        self._check_open()
+        assert self._build_folder is not None
+        return self._build_folder
 
     def take_pruned(self) -> list[str]:
         """Violations found since the last call (files removed from ``build/``), handed out once."""
-        pruned, self._pruned = self._pruned, []
-        return pruned
-
-    def _prune_build(self) -> None:
-        """Remove what scripts left in ``build/`` that breaks the disk contract (sparse or oversized files, names
-        that are not UTF-8) before anything is listed or copied out. Runs once after each call, when ``build/`` is
-        next read: scripts are the only writers that can leave such files, and none runs any more by then."""
-        if not self._build_dirty:
-            return
-        limit = self.disk_mb * 1024 * 1024
-        code, out = self._exec_holder(["python3", "-I", "-c", buildfs.PRUNE_SCRIPT, HOLDER_BUILD, str(limit)])
-        try:
-            removed = json.loads(out)["removed"] if code == 0 else []
-        except (ValueError, KeyError):
-            removed = []
-        if code != 0:
-            raise SandboxError(f"cannot check build/: {out.strip()[-300:]}", where=f"sandbox:{self.name}",
-                               retryable=True, code=SandboxErrorCode.PRUNE_FAILED)
-        self._build_dirty = False
-        for item in removed:
-            violation = f"disk_limit: removed build/{item['path']} ({item['why']})"
-            log.warning("sandbox.build_pruned", job=self.name, violation=violation)
-            self._pruned.append(violation)
+        return self._build_folder.take_pruned() if self._build_folder is not None else []
 
     def free_bytes(self) -> int:
         """Bytes still free in ``build/`` (the tmpfs as the kernel counts it)."""
-        code, out = self._exec_holder(["df", "-P", "-B1", HOLDER_BUILD])
-        if code != 0:
-            raise SandboxError(f"cannot measure build/: {out.strip()}", where=f"sandbox:{self.name}", retryable=True)
-        return int(out.strip().splitlines()[-1].split()[3])
+        return self._build().free_bytes()
 
     def write_file(self, rel_path: str, data: bytes) -> BuildFile:
         """Write ``data`` to ``build/rel_path``; a write that does not fit raises ``disk_full`` and leaves nothing."""
-        self._check_open()
-        rel = safe_build_path(rel_path)
-        free = self.free_bytes()
-        needed = -(-len(data) // 4096) * 4096 + 4096 * (rel.count("/") + 1)
-        if needed > free:
-            raise self._disk_full(rel, len(data), free)
-        try:
-            with docker_errors(f"sandbox:write_file:{rel}"):
-                self._api.put_archive(self.holder, HOLDER_BUILD, buildfs.file_archive(rel, data, self.settings.uid))
-        except SandboxError as e:
-            self._exec_holder(["rm", "-f", "--", f"{HOLDER_BUILD}/{rel}"])
-            if "no space" in str(e).lower():
-                raise self._disk_full(rel, len(data), free) from e
-            raise
-        return BuildFile(path=rel, size=len(data), sha256=hashlib.sha256(data).hexdigest())
-
-    def _disk_full(self, rel: str, size: int, free: int) -> SandboxError:
-        return SandboxError(
-            f"build/ is full: {rel} needs {size} bytes, {free} bytes free of {self.disk_mb} MiB",
-            where=f"sandbox:write_file:{rel}",
-            next_step="write less, or remove files from build/ first",
-            retryable=False,
-            code=SandboxErrorCode.DISK_FULL,
-        )
+        return self._build().write_file(rel_path, data)
 
     def read_file(self, rel_path: str, *, max_bytes: int = 10 * 1024 * 1024) -> bytes:
         """The content of the regular file ``build/rel_path`` (symlinks and folders refused)."""
-        self._check_open()
-        self._prune_build()
-        rel = safe_build_path(rel_path)
-        where = f"sandbox:read_file:{rel}"
-        max_bytes = min(max_bytes, self.disk_mb * 1024 * 1024)
-        with docker_errors(where), self._archive(f"{HOLDER_BUILD}/{rel}", where) as (chunks, path_stat):
-            if not buildfs.stat_is_regular(path_stat):
-                raise SandboxError(
-                    f"build/{rel} is not a regular file", where=where, retryable=False,
-                    code=SandboxErrorCode.NOT_A_FILE,
-                )
-            if int(path_stat.get("size", 0)) > max_bytes:
-                raise SandboxError(
-                    f"build/{rel} is {path_stat['size']} bytes, more than {max_bytes}",
-                    where=where,
-                    retryable=False,
-                    code=SandboxErrorCode.TOO_LARGE,
-                )
-            try:
-                return buildfs.read_single_file(chunks, max_bytes)
-            except buildfs.OverLimit as e:
-                raise SandboxError(e.message, where=where, retryable=False, code=SandboxErrorCode.TOO_LARGE) from e
+        return self._build().read_file(rel_path, max_bytes=max_bytes)
 
     def list_files(self) -> list[BuildFile]:
         """Every regular file in ``build/`` with its size and sha256."""
-        self._check_open()
-        self._prune_build()
-        return self._read_build("list", lambda chunks, budget: buildfs.list_archive(chunks, budget))
+        return self._build().list_files()
 
     def export(self, dest: Path) -> list[BuildFile]:
         """Copy ``build/`` into the host folder ``dest`` (regular files only, nothing followed through symlinks)."""
-        self._check_open()
-        self._prune_build()
-        return self._read_build("export", lambda chunks, budget: buildfs.extract_archive(chunks, Path(dest), budget))
-
-    def _read_build(
-        self, what: str, read: Callable[[Iterator[bytes], buildfs.Budget], list[BuildFile]]
-    ) -> list[BuildFile]:
-        """``read`` the archive of ``build/`` with the job's disk limit as the host's budget.
-
-        The in-container check normally leaves nothing over the limit; if the stream still carries more (a folder
-        it could not walk, a file grown since), the file that crossed the limit is removed from ``build/`` with a
-        ``disk_limit`` violation and the archive is read again, a few times at most.
-        """
-        where = f"sandbox:{self.name}:{what}"
-        for _attempt in range(4):
-            budget = buildfs.Budget(limit=self.disk_mb * 1024 * 1024)
-            try:
-                with docker_errors(where), self._archive(HOLDER_BUILD, where) as (chunks, _):
-                    files = read(chunks, budget)
-            except buildfs.OverLimit as e:
-                self._over_limit(e, where)
-                continue
-            for violation in budget.violations:
-                self._report(violation)
-            return files
-        raise SandboxError(
-            f"build/ keeps holding more than {self.disk_mb} MiB",
-            where=where,
-            next_step="write less into build/",
-            retryable=False,
-            code=SandboxErrorCode.DISK_LIMIT,
-        )
-
-    def _archive(self, path: str, where: str) -> AbstractContextManager[tuple[Iterator[bytes], dict[str, Any]]]:
-        assert self.holder is not None
-        shown = path.replace(HOLDER_BUILD, BUILD_DIR, 1)
-        return open_archive(self._api, self.holder, path, shown=shown, where=where)
-
-    def _over_limit(self, e: buildfs.OverLimit, where: str) -> None:
-        log.warning("sandbox.host_read_over_limit", job=self.name, violation=e.message)
-        if e.path is None:
-            raise SandboxError(e.message, where=where, next_step="write less into build/", retryable=False,
-                               code=SandboxErrorCode.DISK_LIMIT)
-        code, out = self._exec_holder(["rm", "-rf", "--", f"{HOLDER_BUILD}/{e.path}"])
-        if code != 0:
-            raise SandboxError(f"{e.message}; removing it failed: {out.strip()[-200:]}", where=where,
-                               retryable=False, code=SandboxErrorCode.DISK_LIMIT)
-        self._report(f"disk_limit: removed build/{e.path} (the host read more than {self.disk_mb} MiB from build/)")
-
-    def _report(self, violation: str) -> None:
-        if violation not in self._reported:
-            self._reported.add(violation)
-            self._pruned.append(violation)
+        return self._build().export(dest)
 
     def _check_open(self) -> None:
         if self._closed or self.holder is None:

@@ -21,7 +21,7 @@ from orchestrator.sandbox.limits import LAUNCHER
 
 def _without_in_container_check(job) -> None:
     """The host-side cap must hold on its own, whatever the in-container clean-up saw (or missed)."""
-    job._prune_build = lambda: None
+    job._build_folder.prune = lambda: None
 
 
 def test_a_sparse_file_the_in_container_check_missed_is_stopped_at_its_declared_size(make_skill, open_job, tmp_path):
