@@ -19,14 +19,14 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.logs import get_logger
-from orchestrator.select.lexical import FIELD_WEIGHTS, LexicalRanker, tokenize
+from orchestrator.select.lexical import FIELD_WEIGHTS, LexicalRanker, bilingual_terms, tokenize
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.skills.models import SkillSummary
 
 _log = get_logger("orchestrator.select")
 
 #: Bumped whenever tokenisation or the entry format changes, so old cache entries are ignored.
-INDEX_VERSION = "2"
+INDEX_VERSION = "3"
 #: How much of a body is indexed: its first part says what the skill does; the rest is mostly procedure.
 BODY_MAX_CHARS = 20_000
 
@@ -82,7 +82,11 @@ def _name_text(doc: SkillDoc) -> str:
 
 
 def _terms(doc: SkillDoc) -> dict[str, list[str]]:
-    return {"name": tokenize(_name_text(doc)), "description": tokenize(doc.description), "body": tokenize(doc.body)}
+    return {
+        "name": tokenize(_name_text(doc)),
+        "description": bilingual_terms(doc.description),
+        "body": bilingual_terms(doc.body),
+    }
 
 
 class EntryCache:

