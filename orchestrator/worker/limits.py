@@ -7,6 +7,12 @@ failure; the hard limit kills the worker process if even that hangs.
 
 from __future__ import annotations
 
+import signal
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
 from orchestrator.config import Settings
 
 MAX_STEPS_FOR_LIMITS = 8
@@ -39,3 +45,31 @@ def visibility_timeout_s(settings: Settings) -> float:
     """Longer than any phase may run: Redis redelivers an unacknowledged task only after this, so a slow phase is
     never handed to a second worker while the first still runs it."""
     return max(3600.0, hard_limit_s(settings, "reflect") + 600)
+
+
+class SoftLimitReached(BaseException):
+    """The phase's soft time limit passed.
+
+    Raised in place of Celery's ``SoftTimeLimitExceeded``, which is an ``Exception``: the Act loop's and the
+    workflow's catch-alls (a tool that crashed, a bug of ours) would take it for one tool's failure and carry on.
+    A ``BaseException`` passes through them, running their ``finally`` clean-ups, up to the phase.
+    """
+
+
+@contextmanager
+def soft_limit_interrupts() -> Iterator[None]:
+    """While inside: the soft time limit's signal (``SIGUSR1`` in a prefork pool process) raises
+    :class:`SoftLimitReached`. Only in the main thread (the signal's), where prefork and solo pools run tasks."""
+    sig = getattr(signal, "SIGUSR1", None)
+    if sig is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def reached(signum: int, frame: FrameType | None) -> None:
+        raise SoftLimitReached()
+
+    previous = signal.signal(sig, reached)
+    try:
+        yield
+    finally:
+        signal.signal(sig, previous)

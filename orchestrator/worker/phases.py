@@ -36,6 +36,7 @@ from orchestrator.skills.loader import RUNTIME_WORK_DIRS, SkillLibrary
 from orchestrator.tracing import emit_goal_span, tracer, under_goal
 from orchestrator.worker.heartbeat import Heartbeat
 from orchestrator.worker.ledger import JobRecord, LeaseLost, Ledger, SkillVersion
+from orchestrator.worker.limits import SoftLimitReached, soft_limit_interrupts
 from orchestrator.worker.staging import StagedSandbox
 from orchestrator.worker.submit import BudgetOverrides
 from orchestrator.workflow.models import GoalError, GoalRequest, GoalResult, GoalState
@@ -117,8 +118,9 @@ def _run_traced(pc: PhaseContext, record: JobRecord, phase: str, attempt: int) -
     attrs: dict[str, Any] = {"orch.job_id": record.job_id, "orch.phase": phase, "orch.attempt": attempt}
     with _goal_context(record), tracer().start_as_current_span(name, attributes=attrs) as span:
         try:
-            return _run(pc, record, phase)
-        except SoftTimeLimitExceeded:
+            with soft_limit_interrupts():
+                return _run(pc, record, phase)
+        except (SoftLimitReached, SoftTimeLimitExceeded):
             killed = pc.kill_containers(record.job_id)
             span.set_attribute("orch.error", "soft time limit")
             why = f"{phase} ran past its soft time limit; {killed} sandbox container(s) of the job were killed"

@@ -119,3 +119,52 @@ def test_a_batch_of_50_gives_50_results_none_lost_none_run_twice(cluster: Cluste
         assert [a["path"] for a in record.artifacts] == ["brand.json"]
         assert (cluster.output_root / job_id / "brand.json").is_file()
     assert {r.worker.split("@")[0] for r in map(ledger.get, ids)} == {"w1", "w2"}
+
+
+SLEEPER = {
+    "goal": "Write slept.txt after a long nap",
+    "model": "scripted-demo",
+    "steps": [
+        {"purpose": "plan", "reply": {"content": json.dumps({
+            "steps": [{"skill": "brand-guidelines", "why": "any skill will do", "expected": "slept.txt",
+                       "outputs": [{"path": "slept.txt", "kind": "text"}]}],
+            "evaluation": ["slept.txt exists"]})}},
+        {"purpose": "act", "reply": {"tool_calls": [{"name": "write_artifact", "arguments": {
+            "path": "sleep.py", "text": "import time\ntime.sleep(300)\nopen('build/slept.txt', 'w').write('z')\n"}}]}},
+        {"purpose": "act", "reply": {"tool_calls": [{"name": "run_script", "arguments": {
+            "path": "build/sleep.py", "timeout_s": 100}}]}},
+        {"purpose": "act", "reply": {"tool_calls": [{"name": "finish", "arguments": {
+            "summary": "slept", "outputs": ["build/slept.txt"]}}]}},
+    ],
+}
+
+
+@pytest.mark.docker
+@pytest.mark.redis
+def test_on_the_soft_time_limit_the_jobs_containers_are_killed_and_the_job_fails_saying_so(
+    cluster: Cluster, docker_client, sandbox_image: str, tmp_path: Path
+) -> None:
+    # act's soft limit = time budget (3 s) + one model call (2 s, no retry) + script timeout (1 s) + margin (3 s)
+    cluster.settings_env.update(
+        ORCH_MODEL__REQUEST_TIMEOUT_S="2", ORCH_MODEL__MAX_RETRIES="0", ORCH_WORKER__TIME_LIMIT_MARGIN_S="3"
+    )
+    scenario = tmp_path / "sleeper.yaml"
+    scenario.write_text(yaml.safe_dump(SLEEPER, sort_keys=False))
+    line = json.dumps({"goal": SLEEPER["goal"], "model": f"scripted:{scenario}", "job_id": "sleepy",
+                       "budgets": {"time_budget_ms": 3000, "script_timeout_s": 1}})
+    cluster.start_worker("w1")
+    assert cluster.cli("submit", "-", stdin=line).returncode == 0
+    ledger = cluster.ledger()
+
+    wait_for(lambda: _job_containers(docker_client, "sleepy"), 120, "the script's container to run")
+    started = time.monotonic()
+    wait_for(lambda: _states(cluster, ["sleepy"])["sleepy"] in ("done", "unmet", "failed"), 60, "the job to end")
+    assert time.monotonic() - started < 30  # the soft limit, not the 100 s script timeout, ended it
+    record = ledger.get("sleepy")
+    assert record.state == "failed", (record.reason, cluster.log("w1")[-3000:])
+    assert "act:0 ran past its soft time limit" in record.reason and "container(s) of the job were killed" in (
+        record.reason
+    )
+    assert record.result["error"]["where"] == "act:0"
+    assert _job_containers(docker_client, "sleepy") == []
+    assert not (cluster.output_root / "sleepy" / "slept.txt").exists()
