@@ -17,7 +17,7 @@ from orchestrator.act.models import Artifact, ArtifactType, Disclosure, StepReco
 from orchestrator.act.tools import PreparedCall, RepeatedRead, ToolOutcome
 from orchestrator.llm.interface import Message, ToolCall, Usage
 from orchestrator.logs import get_logger
-from orchestrator.prompts import load_prompt
+from orchestrator.prompts import load_prompt, render_prompt
 from orchestrator.validate.validator import ValidationReport
 
 _log = get_logger("orchestrator.act")
@@ -33,39 +33,30 @@ def initial_messages(ctx: ActContext) -> list[Message]:
     skill = ctx.deps.skill
     body = ctx.deps.library.l2(req.skill_id)
     ctx.state.sent[body.sha256] = 0
-    lines = [
-        f"Goal: {req.goal}",
-        f"Skill: {req.skill_id} — {skill.name}: {skill.description}",
+    required = [
+        r.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True) | {"path": r.path}
+        for r in req.expected.rules.required
     ]
-    if req.expected.description:
-        lines.append(f"Expected outputs: {req.expected.description}")
-    if req.expected.rules.required:
-        required = [
-            r.model_dump(by_alias=True, exclude_none=True, exclude_defaults=True) | {"path": r.path}
-            for r in req.expected.rules.required
-        ]
-        lines.append(f"Required files (under build/): {json.dumps(required, ensure_ascii=False)}")
-    if req.constraints:
-        lines.append("Constraints: " + "; ".join(req.constraints))
-    inputs = _list_inputs(req.inputs_dir)
-    if inputs:
-        lines.append("Inputs (read-only; tools: inputs/NAME, scripts: /inputs/NAME): " + ", ".join(inputs))
-    keys = ctx.deps.blackboard.keys()
-    if keys:
-        lines.append("Blackboard keys from earlier skills: " + ", ".join(keys))
-    missing = [r.ref for r in skill.references if not r.exists]
-    if missing:
-        lines.append("Missing references (do without them once; otherwise report them): " + ", ".join(missing))
-    b = req.budgets
-    lines.append(
-        f"Budgets: {b.max_tool_calls} tool calls, {b.token_budget} tokens, {b.time_budget_ms} ms, "
-        f"scripts {b.script_timeout_s:g}s each, build/ {b.disk_write_limit_mb} MB."
+    task = render_prompt(
+        "act_task",
+        goal=req.goal,
+        skill_id=req.skill_id,
+        name=skill.name,
+        description=skill.description,
+        expected=req.expected.description,
+        required=json.dumps(required, ensure_ascii=False) if required else "",
+        constraints=req.constraints,
+        inputs=_list_inputs(req.inputs_dir),
+        keys=ctx.deps.blackboard.keys(),
+        missing=[r.ref for r in skill.references if not r.exists],
+        budgets=req.budgets,
+        script_timeout_s=f"{req.budgets.script_timeout_s:g}",
+        truncated=body.truncated,
+        body=body.text,
     )
-    marker = " (cut)" if body.truncated else ""
-    lines.append(f"\nSKILL.md (L2{marker}):\n{body.text}")
     return [
         Message(role="system", content=load_prompt("act_system")),
-        Message(role="user", content="\n".join(lines)),
+        Message(role="user", content=task),
     ]
 
 

@@ -53,7 +53,7 @@ def finish_attempt(
             content=render_prompt(
                 "act_validation_failed",
                 report=json.dumps(shown, ensure_ascii=False),
-                fix=render_prompt("act_fix_and_finish") if failed < MAX_FAILED_FINISHES else "",
+                may_retry=failed < MAX_FAILED_FINISHES,
             ),
         )
     )

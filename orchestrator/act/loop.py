@@ -86,7 +86,7 @@ def _turn(run: _Run) -> StepResult:
     result: StepResult = Continue()
     for index, call in enumerate(response.tool_calls):  # apply + record
         if not isinstance(result, Continue) or run.budget.tool_calls >= run.ctx.deps.request.budgets.max_tool_calls:
-            run.messages.append(_tool_message(call, json.dumps({"ok": False, "error": "not run: the step ended"})))
+            run.messages.append(_tool_message(call, json.dumps({"ok": False, "error": render_prompt("notes/not_run")})))
             continue
         result = _call(run, call, usage if index == 0 else None)
     _attach_images(run)
@@ -173,7 +173,7 @@ def _attach_images(run: _Run) -> None:
     disclosure = run.ctx.deps.settings.disclosure
     names = ", ".join(f"{i.path} ({i.width}x{i.height})" for i in run.images)
     parts = tuple(ImagePart(url=i.data_url, detail=disclosure.image_detail) for i in run.images)
-    run.messages.append(Message(role="user", content=f"The images you asked to view: {names}.", images=parts))
+    run.messages.append(Message(role="user", content=render_prompt("notes/images_attached", names=names), images=parts))
     run.images.clear()
     attached = [i for i, m in enumerate(run.messages) if m.images]
     kept = 0
@@ -182,7 +182,7 @@ def _attach_images(run: _Run) -> None:
         if kept + len(message.images) <= disclosure.images_attached:
             kept += len(message.images)
             continue
-        note = f"{message.content} [no longer attached: view them again if needed]"
+        note = render_prompt("notes/images_detached", content=message.content)
         run.messages[index] = message.model_copy(update={"images": (), "content": note})
 
 

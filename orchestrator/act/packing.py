@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from orchestrator.llm.interface import Message
+from orchestrator.prompts import render_prompt
 from orchestrator.tokens import cut_to_tokens, estimate_tokens
 
 _FIELD_CHARS = 160
@@ -41,10 +42,11 @@ def summarize_result(content: str, *, max_chars: int = _TEXT_CHARS) -> str:
             if len(json.dumps(kept, ensure_ascii=False)) > max_chars:
                 kept.pop(key, None)
                 break
-        kept["earlier_result"] = f"summarised ({tokens} tokens); call the tool again for the full result"
+        kept["earlier_result"] = render_prompt("notes/result_summarised", tokens=tokens)
         return json.dumps(kept, ensure_ascii=False)
     head = content[:max_chars]
-    return f"{head}{'…' if len(content) > max_chars else ''} [earlier result summarised: {tokens} tokens]"
+    head += "…" if len(content) > max_chars else ""
+    return render_prompt("notes/text_result_summarised", head=head, tokens=tokens)
 
 
 def request_tokens(messages: Sequence[Message]) -> int:
@@ -71,7 +73,7 @@ def pack_messages(messages: Sequence[Message], *, keep_recent: int = 4, max_toke
         if not m.content or estimate_tokens(m.content) <= 40:
             continue
         short, _ = cut_to_tokens(m.content, 30)
-        packed[i] = m.model_copy(update={"content": short + " …[cut to fit the request budget]"})
+        packed[i] = m.model_copy(update={"content": render_prompt("notes/cut_to_fit", text=short)})
         if request_tokens(packed) <= max_tokens:
             break
     return packed

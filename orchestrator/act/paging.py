@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from orchestrator.prompts import render_prompt
 from orchestrator.tokens import CHARS_PER_TOKEN
 
 MAX_PAGE_CHARS = 200_000
@@ -73,7 +74,9 @@ def cut_marker(page: Page, call: dict[str, object]) -> str:
     """The line appended to a page that is not the last: what was shown, what is left, which call reads on."""
     assert page.next_offset is not None
     left = page.total - page.end
-    return (
-        f"\n[... characters {page.offset}-{page.end} of {page.total} shown, {left} more not shown; "
-        f"read the rest with {call['tool']} {json.dumps(call['arguments'], ensure_ascii=False)} ...]"
+    arguments = json.dumps(call["arguments"], ensure_ascii=False)
+    marker = render_prompt(
+        "notes/page_cut", start=page.offset, end=page.end, total=page.total, left=left, tool=call["tool"],
+        arguments=arguments,
     )
+    return "\n" + marker

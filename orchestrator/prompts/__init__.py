@@ -1,22 +1,42 @@
 """Prompts are package data, versioned and reviewed like code: every text the model is sent lives here.
 
-Each prompt is ``orchestrator/prompts/<name>.md``. :func:`load_prompt` gives its text; :func:`render_prompt` fills
-its ``$placeholders`` (``string.Template``, so JSON braces in a prompt need no escaping).
+Each text is ``orchestrator/prompts/<name>.md`` (``name`` may name a sub-folder: ``tools/read_file``). This module
+is the only reader of these files. :func:`load_prompt` gives a text as it is; :func:`render_prompt` fills it as a
+Jinja2 template in a sandboxed environment (``{{ field }}``, ``{% if %}`` for optional lines; a missing field is an
+error, never an empty string). Tool descriptions (``tools/<tool>.md``) and argument descriptions
+(``tools/<tool>.<field>.md``, or ``tools/args.<field>.md`` when tools share one) are read with :func:`tool_text`.
 """
 
 from __future__ import annotations
 
 from functools import cache
 from importlib import resources
-from string import Template
+
+from jinja2 import StrictUndefined, Template
+from jinja2.sandbox import SandboxedEnvironment
+
+_ENV = SandboxedEnvironment(
+    undefined=StrictUndefined, autoescape=False, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True
+)
 
 
 @cache
 def load_prompt(name: str) -> str:
-    """The text of ``orchestrator/prompts/<name>.md``."""
-    return resources.files(__package__).joinpath(f"{name}.md").read_text(encoding="utf-8").strip()
+    """The text of ``orchestrator/prompts/<name>.md``, without surrounding blank space."""
+    *folders, file = name.split("/")
+    return resources.files(__package__).joinpath(*folders, f"{file}.md").read_text(encoding="utf-8").strip()
 
 
-def render_prompt(name: str, **fields: object) -> str:
-    """The prompt ``name`` with its ``$placeholders`` filled; a missing field is a ``KeyError`` (a bug of ours)."""
-    return Template(load_prompt(name)).substitute({k: str(v) for k, v in fields.items()}).strip()
+@cache
+def _template(name: str) -> Template:
+    return _ENV.from_string(load_prompt(name))
+
+
+def render_prompt(name: str, /, **fields: object) -> str:
+    """The prompt ``name`` rendered with ``fields``; a field the template uses but is not given raises (our bug)."""
+    return _template(name).render(**fields)
+
+
+def tool_text(name: str) -> str:
+    """A tool's description (``read_file``) or an argument's (``read_file.path``, ``args.timeout_s``)."""
+    return load_prompt(f"tools/{name}")

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from orchestrator.errors import PathEscapeError, SkillError
 from orchestrator.logs import get_logger
+from orchestrator.prompts import render_prompt
 from orchestrator.skills.cache import DEFAULT_MAX_BYTES, NotARegularFile, ReadCache
 from orchestrator.skills.confine import (
     SKIP_DIRS,
@@ -70,10 +71,7 @@ class _Loaded:
 
 
 def _l2_marker(cut_tokens: int, offset: int) -> str:
-    return (
-        f"\n\n[... L2 cut: {cut_tokens} more tokens of SKILL.md not shown; "
-        f'read the rest with read_ref {{"path": "SKILL.md", "offset": {offset}}} ...]\n'
-    )
+    return "\n\n" + render_prompt("notes/l2_cut", tokens=cut_tokens, offset=offset) + "\n"
 
 
 class SkillLibrary:
@@ -378,7 +376,7 @@ class SkillLibrary:
             )
         text = read.text
         if read.truncated:
-            text += f"\n[... read_text cut at {len(read.data)} of {read.size} bytes ...]\n"
+            text += "\n" + render_prompt("notes/read_text_cut", shown=len(read.data), size=read.size) + "\n"
         return text, read.sha256
 
     def glob(self, skill_id: str, pattern: str) -> builtins.list[str]:

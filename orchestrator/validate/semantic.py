@@ -72,7 +72,7 @@ def index_lines(files: Sequence[FileEntry], limit: int = MAX_INDEX_ENTRIES) -> s
         lines.append(json.dumps(item, ensure_ascii=False))
     if len(files) > limit:
         lines.append(json.dumps({"omitted_entries": len(files) - limit}))
-    return "\n".join(lines) if lines else "(no files were produced)"
+    return "\n".join(lines)
 
 
 def user_message(expected: ExpectedOutputs, files: Sequence[FileEntry]) -> str:
@@ -84,15 +84,12 @@ def user_message(expected: ExpectedOutputs, files: Sequence[FileEntry]) -> str:
         }
         for r in expected.rules.required
     ]
-    description = expected.description.strip() or "(no description given: judge against the required files)"
-    parts = [
-        "Expected outputs (contract + semantic expectations):",
-        description,
-    ]
-    if required:
-        parts += ["", "Required files (already checked to exist):", json.dumps(required, ensure_ascii=False)]
-    parts += ["", "Produced artifacts index (name/path/size/kind/preview):", index_lines(files)]
-    return "\n".join(parts)
+    return render_prompt(
+        "semantic_request",
+        description=expected.description.strip(),
+        required=json.dumps(required, ensure_ascii=False) if required else "",
+        index=index_lines(files),
+    )
 
 
 def parse_verdict(content: str | None) -> SemanticVerdict:

@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 
 from orchestrator.errors import ModelError, WorkflowError
 from orchestrator.llm.interface import ChatModel, Message, ModelResponse, ToolSpec
-from orchestrator.prompts import load_prompt, render_prompt
+from orchestrator.prompts import load_prompt, render_prompt, tool_text
 from orchestrator.select.shortlist import Catalog, catalog_text
 from orchestrator.skills.models import SkillSummary
 from orchestrator.tokens import estimate_tokens
@@ -108,13 +108,12 @@ class PlanOutcome(BaseModel):
 
 
 class SearchSkillsArgs(BaseModel):
-    query: str = Field(min_length=1, max_length=500, description="what the skill should do, in your own words")
+    query: str = Field(min_length=1, max_length=500, description=tool_text("search_skills.query"))
 
 
 SEARCH_SKILLS = ToolSpec(
     name="search_skills",
-    description="Search the whole skills library (beyond the catalog shown) for skills matching a query. "
-    "Returns matching skill ids with their names and descriptions; only those ids may then be used in the plan.",
+    description=tool_text("search_skills"),
     parameters=SearchSkillsArgs.model_json_schema(),
 )
 
@@ -139,22 +138,19 @@ def plan_request(
     searchable: bool = False,
 ) -> list[Message]:
     """The messages of the first plan call."""
-    lines = [f"Goal: {goal}"]
-    if inputs:
-        lines.append("Input files: " + ", ".join(inputs))
-    if constraints:
-        lines.append("Constraints: " + "; ".join(constraints))
-    if explicit:
-        lines.append("The goal names these skills; they must be in the plan: " + ", ".join(explicit))
-    if feedback:
-        lines.append("What happened so far (plan again with this in mind):\n" + "\n".join(f"- {f}" for f in feedback))
-    heading = "Skills catalog (L1)"
-    if searchable:
-        heading += " — the best matches from a larger library; call search_skills to look for others"
-    lines.append(f"{heading}:\n{catalog.text}")
+    request = render_prompt(
+        "plan_request",
+        goal=goal,
+        inputs=inputs,
+        constraints=constraints,
+        explicit=explicit,
+        feedback=feedback,
+        searchable=searchable,
+        catalog=catalog.text,
+    )
     return [
         Message(role="system", content=load_prompt("plan_system")),
-        Message(role="user", content="\n".join(lines)),
+        Message(role="user", content=request),
     ]
 
 
@@ -241,7 +237,8 @@ def _answer_tools(
     answers = []
     for call in response.tool_calls:
         if call.name != "search_skills" or search is None:
-            result: dict[str, Any] = {"ok": False, "error": f"unknown tool {call.name!r}; answer with the plan JSON"}
+            error = render_prompt("notes/plan_unknown_tool", name=repr(call.name))
+            result: dict[str, Any] = {"ok": False, "error": error}
         else:
             try:
                 args = SearchSkillsArgs.model_validate_json(call.arguments)
@@ -254,7 +251,8 @@ def _answer_tools(
                     known.setdefault(s.id, s)
                     if s.id not in outcome.offered:
                         outcome.offered.append(s.id)
-                result = {"ok": True, "skills": catalog_text(found, max_tokens=600).text or "(no match)"}
+                shown = catalog_text(found, max_tokens=600).text or render_prompt("notes/no_match")
+                result = {"ok": True, "skills": shown}
         answers.append(Message(role="tool", tool_call_id=call.id, content=json.dumps(result, ensure_ascii=False)))
     return answers
 

@@ -29,6 +29,7 @@ from orchestrator.config import Settings
 from orchestrator.errors import OrchestratorError, WorkflowError
 from orchestrator.llm.interface import ChatModel
 from orchestrator.logs import get_logger
+from orchestrator.prompts import render_prompt
 from orchestrator.sandbox.backend import SandboxBackend
 from orchestrator.select.index import SkillIndex, skill_docs
 from orchestrator.select.shortlist import make_shortlist, model_invocable
@@ -266,10 +267,8 @@ def _retry_unmet(state: GoalState, rt: Runtime) -> None:
     for index, result in enumerate(list(state.results)):
         if result.status == "unmet" and index not in state.retried and _has_budget(result):
             state.retried.append(index)
-            feedback = [
-                f"A previous attempt ended ({result.exit_reason}): "
-                + "; ".join(f"{u.what}: {u.why}" for u in result.unmet)[:600]
-            ]
+            unmet = "; ".join(f"{u.what}: {u.why}" for u in result.unmet)[:600]
+            feedback = [render_prompt("reflect/retry", reason=result.exit_reason, unmet=unmet)]
             rt.emit("reflect.retry", job=state.job_id, step=index, skill=result.skill_id)
             act_step(state, index, rt, feedback=feedback)
 
@@ -293,12 +292,18 @@ def _replan(state: GoalState, rt: Runtime) -> bool:
         return False
     state.replans += 1
     failed = state.results[stuck]
-    done = [f"step {i + 1} ({r.skill_id}) done" for i, r in enumerate(state.results[:stuck]) if r.status == "done"]
+    done = [
+        render_prompt("reflect/step_done", number=i + 1, skill=r.skill_id)
+        for i, r in enumerate(state.results[:stuck])
+        if r.status == "done"
+    ]
     why = "; ".join(f"{u.what}: {u.why}" for u in failed.unmet)[:600] or failed.exit_reason
     feedback = [
         *done,
-        f"step {stuck + 1} ({failed.skill_id}) stayed unmet after a retry ({failed.exit_reason}): {why}",
-        "plan only the remaining work: choose another skill or another order",
+        render_prompt(
+            "reflect/step_unmet", number=stuck + 1, skill=failed.skill_id, reason=failed.exit_reason, why=why
+        ),
+        render_prompt("reflect/remaining_work"),
     ]
     rt.emit("reflect.replan", job=state.job_id, step=stuck, skill=failed.skill_id)
     try:

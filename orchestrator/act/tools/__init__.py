@@ -6,15 +6,17 @@ How to add a tool
    and a function, and decorate it::
 
        class CountLinesArgs(ToolArgs):
-           path: str = Field(description="A file under build/.")
+           path: str = Field(description=tool_text("count_lines.path"))
 
-       @tool("Count the lines of a file under build/.")
+       @tool()
        def count_lines(ctx: ActContext, args: CountLinesArgs) -> ToolOutcome:
            data = ctx.deps.build.read_file(args.path)
            return ToolOutcome(ok=True, data={"lines": data.count(b"\\n")})
 
-   The tool's name is the function's name (or ``@tool(..., name=...)``); the JSON schema the model sees comes from
-   the argument model (its field descriptions included). Arguments arrive validated, as the model object.
+   The tool's name is the function's name (or ``@tool(name=...)``). What the model reads is package data: the
+   description in ``orchestrator/prompts/tools/count_lines.md``, each argument's in ``tools/count_lines.path.md``
+   (or ``tools/args.<field>.md`` when tools share it); the JSON schema comes from the argument model. Arguments
+   arrive validated, as the model object. Notes and hints in results come from ``prompts/notes/`` too.
 2. Add it to ``TOOLS`` below (the order is the order the model sees).
 
 A tool uses ``ctx.deps`` (frozen: request, settings, skill library, build area, blackboard, memo store) and may

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from orchestrator.act.context import ActContext
 from orchestrator.act.images import ViewedImage
 from orchestrator.llm.interface import ToolSpec
+from orchestrator.prompts import tool_text
 
 MAX_VALUE_BYTES = 64 * 1024
 MAX_SCRIPT_FAILURES = 2  # the first failure plus exactly one informed retry
@@ -24,7 +25,7 @@ class ToolArgs(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    reason: str = Field("", description="Why this step, in at most a few words (kept as evidence).")
+    reason: str = Field("", description=tool_text("args.reason"))
 
 
 # --- effects: what a tool asks of the loop (at most one per outcome) -------------------------------------------
@@ -117,15 +118,17 @@ class Tool(Generic[A]):
         return PreparedCall(self.name, args, lambda ctx: self.fn(ctx, args))
 
 
-def tool(description: str, *, name: str | None = None) -> Callable[[ToolFn[A]], Tool[A]]:
-    """Make ``fn(ctx, args: SomeArgs) -> ToolOutcome`` a :class:`Tool`; ``SomeArgs`` comes from its signature."""
+def tool(*, name: str | None = None) -> Callable[[ToolFn[A]], Tool[A]]:
+    """Make ``fn(ctx, args: SomeArgs) -> ToolOutcome`` a :class:`Tool`; ``SomeArgs`` comes from its signature and
+    the description the model sees from ``orchestrator/prompts/tools/<name>.md``."""
 
     def wrap(fn: ToolFn[A]) -> Tool[A]:
         params = list(inspect.signature(fn).parameters)
         args_model = get_type_hints(fn).get(params[1]) if len(params) == 2 else None
         if not (isinstance(args_model, type) and issubclass(args_model, ToolArgs)):
             raise TypeError(f"tool {fn.__name__} must be fn(ctx: ActContext, args: <ToolArgs subclass>)")
-        return Tool(name or fn.__name__, description, cast("type[A]", args_model), fn)
+        tool_name = name or fn.__name__
+        return Tool(tool_name, tool_text(tool_name), cast("type[A]", args_model), fn)
 
     return wrap
 

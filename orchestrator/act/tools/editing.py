@@ -15,6 +15,7 @@ from orchestrator.act.tools.producing import record_write
 from orchestrator.act.tools.reading import input_path
 from orchestrator.act.workspace import clean_build_path
 from orchestrator.errors import PathEscapeError, SandboxError, SandboxErrorCode, SkillError
+from orchestrator.prompts import render_prompt, tool_text
 
 EDIT_MAX_BYTES = 10 * 1024 * 1024
 COPY_MAX_BYTES = 50 * 1024 * 1024
@@ -22,12 +23,12 @@ _SHOWN_LINES = 8
 
 
 class EditFileArgs(ToolArgs):
-    path: str = Field(description="A text file under build/, e.g. 'build/unpacked/ppt/slides/slide1.xml'.")
-    old: str = Field(description="The exact text to replace; it must occur exactly once in the file.")
-    new: str = Field(description="The text to put in its place.")
+    path: str = Field(description=tool_text("edit_file.path"))
+    old: str = Field(description=tool_text("edit_file.old"))
+    new: str = Field(description=tool_text("edit_file.new"))
 
 
-@tool("Replace one exact occurrence of old with new in a text file under build/ (e.g. unpacked Office XML).")
+@tool()
 def edit_file(ctx: ActContext, args: EditFileArgs) -> ToolOutcome:
     if not args.path.strip().replace("\\", "/").startswith("build/"):
         return fail(
@@ -86,16 +87,16 @@ def _match_error(rel: str, text: str, old: str, count: int) -> str:
 
 class CopyFileArgs(ToolArgs):
     src: str = Field(
-        description="A goal input ('inputs/NAME') or a file of the skill (e.g. 'assets/template.pptx').",
+        description=tool_text("copy_file.src"),
         validation_alias=AliasChoices("src", "source", "from"),
     )
     dest: str = Field(
-        description="Where to put it under build/ (e.g. 'build/template.pptx').",
+        description=tool_text("copy_file.dest"),
         validation_alias=AliasChoices("dest", "destination", "to"),
     )
 
 
-@tool("Copy a goal input ('inputs/NAME') or a skill file (an asset or template) into build/.")
+@tool()
 def copy_file(ctx: ActContext, args: CopyFileArgs) -> ToolOutcome:
     src = args.src.strip().replace("\\", "/").removeprefix("./")
     try:
@@ -123,7 +124,7 @@ def copy_file(ctx: ActContext, args: CopyFileArgs) -> ToolOutcome:
         written = ctx.deps.build.write_file(rel, data)
     except SandboxError as e:
         if e.code is SandboxErrorCode.DISK_FULL:
-            return fail(str(e), hint="build/ is full: remove drafts or copy less")
+            return fail(str(e), hint=render_prompt("notes/build_full_copy"))
         raise
     label, changed = record_write(ctx, rel, written.sha256, written.size)
     return ToolOutcome(

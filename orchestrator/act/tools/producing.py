@@ -28,6 +28,7 @@ from orchestrator.act.tools._base import (
 from orchestrator.act.tools.reading import input_path
 from orchestrator.act.workspace import clean_build_path
 from orchestrator.errors import PathEscapeError, SandboxError, SandboxErrorCode, SkillError, ValidationRulesError
+from orchestrator.prompts import render_prompt, tool_text
 from orchestrator.tokens import cut_to_tokens
 from orchestrator.validate.rules import ContractRules, ExpectedOutputs
 from orchestrator.validate.validator import validate_outputs
@@ -42,18 +43,20 @@ def record_write(ctx: ActContext, rel: str, sha: str, size: int) -> tuple[str, b
 
 class WriteArtifactArgs(ToolArgs):
     path: str = Field(
-        description="Path under build/ (e.g. 'outline.json' or 'build/outline.json').",
+        description=tool_text("write_artifact.path"),
         validation_alias=AliasChoices("path", "rel_path", "relPathUnderBuild", "rel_path_under_build"),
     )
-    text: str | None = Field(None, description="Text content.", validation_alias=AliasChoices("text", "content"))
+    text: str | None = Field(
+        None, description=tool_text("write_artifact.text"), validation_alias=AliasChoices("text", "content")
+    )
     base64: str | None = Field(
         None,
-        description="Binary content, base64-encoded (instead of text).",
+        description=tool_text("write_artifact.base64"),
         validation_alias=AliasChoices("base64", "bytes", "bytes_base64", "data_base64"),
     )
 
 
-@tool("Write a text or base64 file under build/ (versioned).")
+@tool()
 def write_artifact(ctx: ActContext, args: WriteArtifactArgs) -> ToolOutcome:
     if (args.text is None) == (args.base64 is None):
         return fail("give exactly one of text or base64")
@@ -73,7 +76,7 @@ def write_artifact(ctx: ActContext, args: WriteArtifactArgs) -> ToolOutcome:
         written = ctx.deps.build.write_file(rel, data)
     except SandboxError as e:
         if e.code is SandboxErrorCode.DISK_FULL:
-            return fail(str(e), hint="write less, or remove earlier drafts")
+            return fail(str(e), hint=render_prompt("notes/build_full_write"))
         raise
     label, changed = record_write(ctx, rel, written.sha256, written.size)
     return ToolOutcome(
@@ -91,22 +94,22 @@ def write_artifact(ctx: ActContext, args: WriteArtifactArgs) -> ToolOutcome:
 
 class TemplateExpandArgs(ToolArgs):
     template_path: str = Field(
-        description="Jinja2 template in the skill root or build/.",
+        description=tool_text("template_expand.template_path"),
         validation_alias=AliasChoices("template_path", "templatePath", "template", "path"),
     )
     data: dict[str, Any] = Field(
         default_factory=dict,
-        description="Variables for the template.",
+        description=tool_text("template_expand.data"),
         validation_alias=AliasChoices("data", "json", "variables", "context"),
     )
     output_path: str | None = Field(
         None,
-        description="Write the result to this path under build/.",
+        description=tool_text("template_expand.output_path"),
         validation_alias=AliasChoices("output_path", "outputPath", "output", "out"),
     )
 
 
-@tool("Render a Jinja2 template (sandboxed) with data; optionally write it to build/.")
+@tool()
 def template_expand(ctx: ActContext, args: TemplateExpandArgs) -> ToolOutcome:
     if is_script(ctx, args.template_path):
         return fail(f"refused: {args.template_path} is a script; scripts are run with run_script, never expanded")
@@ -136,29 +139,24 @@ def template_expand(ctx: ActContext, args: TemplateExpandArgs) -> ToolOutcome:
 class ValidateArgs(ToolArgs):
     path: str | None = Field(
         None,
-        description="A JSON/YAML file to check (build/NAME or inputs/NAME).",
+        description=tool_text("validate.path"),
         validation_alias=AliasChoices("path", "file", "file_path", "filePath"),
     )
     object: Any = Field(
         None,
-        description="A JSON value to check against the schema (instead of path).",
+        description=tool_text("validate.object"),
         validation_alias=AliasChoices("object", "value", "instance"),
     )
     schema_: dict[str, Any] | str | None = Field(
         None,
-        description="JSON Schema (inline, or a path in the skill root).",
+        description=tool_text("validate.schema"),
         validation_alias=AliasChoices("schema", "schema_ref", "schemaRef"),
         serialization_alias="schema",
     )
-    rules: dict[str, Any] | None = Field(
-        None, description="Contract rules (required/limits/allowed_extensions) checked against build/."
-    )
+    rules: dict[str, Any] | None = Field(None, description=tool_text("validate.rules"))
 
 
-@tool(
-    "Check a file/object against a JSON Schema, or build/ against contract rules "
-    "(no arguments: the expected outputs of this step)."
-)
+@tool()
 def validate(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
     if args.schema_ is not None:
         return _validate_schema(ctx, args)
@@ -223,7 +221,7 @@ class BlackboardPutArgs(ToolArgs):
     value: Any
 
 
-@tool("Store a small JSON value for later steps and later skills.")
+@tool()
 def blackboard_put(ctx: ActContext, args: BlackboardPutArgs) -> ToolOutcome:
     size = len(json.dumps(args.value, default=str))
     if size > MAX_VALUE_BYTES:
@@ -236,7 +234,7 @@ class BlackboardGetArgs(ToolArgs):
     key: str
 
 
-@tool("Read a value stored on the blackboard.")
+@tool()
 def blackboard_get(ctx: ActContext, args: BlackboardGetArgs) -> ToolOutcome:
     found, value = ctx.deps.blackboard.get(args.key)
     if not found:
@@ -245,11 +243,11 @@ def blackboard_get(ctx: ActContext, args: BlackboardGetArgs) -> ToolOutcome:
 
 
 class FinishArgs(ToolArgs):
-    summary: str = Field("", description="What was produced (and anything left unmet).")
-    outputs: list[str] = Field(default_factory=list, description="The build/ paths that are the results.")
+    summary: str = Field("", description=tool_text("finish.summary"))
+    outputs: list[str] = Field(default_factory=list, description=tool_text("finish.outputs"))
 
 
-@tool("Declare the outputs done; they are validated before the skill ends.")
+@tool()
 def finish(ctx: ActContext, args: FinishArgs) -> ToolOutcome:
     ctx.state.final_outputs = [o.strip().removeprefix("./").removeprefix("build/") for o in args.outputs]
     return ToolOutcome(

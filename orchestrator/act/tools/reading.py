@@ -26,6 +26,7 @@ from orchestrator.act.tools._base import (
     violation,
 )
 from orchestrator.errors import PathEscapeError, SandboxError, SkillError
+from orchestrator.prompts import render_prompt, tool_text
 from orchestrator.skills.cache import DEFAULT_MAX_BYTES
 from orchestrator.skills.frontmatter import SKILL_MD
 from orchestrator.tokens import estimate_tokens
@@ -63,7 +64,7 @@ def _send_text(
                 "path": path,
                 "sha256": sha,
                 "unchanged": True,
-                "note": f"identical content was already sent at step {ctx.state.sent[key]}; use it from there",
+                "note": render_prompt("notes/already_sent", step=ctx.state.sent[key]),
                 **_paging_data(page, window, path),
             },
             effect=RepeatedRead(path),
@@ -78,8 +79,7 @@ def _send_text(
                 "path": path,
                 "sha256": sha,
                 "summary": summary,
-                "note": "unchanged since an earlier validated run: summary shown; "
-                "call again with full=true for the whole text",
+                "note": render_prompt("notes/digest_shown"),
             },
             disclosure=level,
             effect=RepeatedRead(path),
@@ -117,8 +117,7 @@ def _script_card(ctx: ActContext, rel_path: str) -> ToolOutcome:
             "bytes": len(data),
             "lines": data.count(b"\n") + 1,
             "sha256": hashlib.sha256(data).hexdigest(),
-            "note": "script source is never shown; run it with run_script(path, args): stdin is the args JSON, "
-            "stdout is JSON; see SKILL.md for what it expects",
+            "note": render_prompt("notes/script_card"),
         },
         disclosure="L3",
     )
@@ -144,7 +143,7 @@ def _read_skill_file(ctx: ActContext, rel_path: str, *, full: bool, window: _Win
         return fail(
             f"cannot read {rel_path}: it does not exist in the skill",
             missing=rel_path,
-            hint="a missing reference: try once to do without it, otherwise finish and report it",
+            hint=render_prompt("notes/missing_reference"),
         )
     return _send_text(ctx, path=rel_path, text=text, sha=sha, level="L3", full=full, window=window)
 
@@ -153,13 +152,13 @@ class NoArgs(ToolArgs):
     pass
 
 
-@tool("Read this skill's SKILL.md (L2). Sent once; repeats say it is unchanged.")
+@tool()
 def read_skill_md(ctx: ActContext, args: NoArgs) -> ToolOutcome:
     body = ctx.deps.library.l2(ctx.deps.request.skill_id)
     if body.sha256 in ctx.state.sent:
         return ToolOutcome(
             ok=True,
-            data={"unchanged": True, "note": f"SKILL.md already sent at step {ctx.state.sent[body.sha256]}"},
+            data={"unchanged": True, "note": render_prompt("notes/skill_md_sent", step=ctx.state.sent[body.sha256])},
             effect=RepeatedRead(),
         )
     ctx.state.sent[body.sha256] = ctx.state.step
@@ -171,12 +170,12 @@ def read_skill_md(ctx: ActContext, args: NoArgs) -> ToolOutcome:
 
 
 class ReadRefArgs(ToolArgs):
-    path: str = Field(description="A path relative to the skill root, as referenced from SKILL.md.")
-    offset: int = Field(0, ge=0, description="Character offset to start from (a cut names the next one).")
-    full: bool = Field(False, description="Send the text even if a summary is available.")
+    path: str = Field(description=tool_text("read_ref.path"))
+    offset: int = Field(0, ge=0, description=tool_text("args.offset"))
+    full: bool = Field(False, description=tool_text("read_ref.full"))
 
 
-@tool("Read a file referenced by SKILL.md (L3, on demand). Scripts are described, never shown.")
+@tool()
 def read_ref(ctx: ActContext, args: ReadRefArgs) -> ToolOutcome:
     return _read_skill_file(ctx, args.path, full=args.full, window=_Window("read_ref", args.offset))
 
@@ -184,12 +183,12 @@ def read_ref(ctx: ActContext, args: ReadRefArgs) -> ToolOutcome:
 class ListFilesArgs(ToolArgs):
     glob: str = Field(
         "**/*",
-        description="Glob relative to the skill root; 'build/**' lists outputs so far.",
+        description=tool_text("list_files.glob"),
         validation_alias=AliasChoices("glob", "pattern"),
     )
 
 
-@tool("List files of the skill (glob), of build/ ('build/**') or of inputs/ ('inputs/**').")
+@tool()
 def list_files(ctx: ActContext, args: ListFilesArgs) -> ToolOutcome:
     pattern = args.glob.strip() or "**/*"
     if pattern.startswith("build/") or pattern == "build":
@@ -223,13 +222,13 @@ def input_path(ctx: ActContext, rel_path: str) -> Path:
 
 
 class ReadFileArgs(ToolArgs):
-    path: str = Field(description="A file in the skill root, 'build/NAME' (outputs) or 'inputs/NAME' (inputs).")
-    offset: int = Field(0, ge=0, description="Character offset to start from (a cut names the next one).")
-    limit: int | None = Field(None, ge=1, le=MAX_PAGE_CHARS, description="At most this many characters.")
+    path: str = Field(description=tool_text("read_file.path"))
+    offset: int = Field(0, ge=0, description=tool_text("args.offset"))
+    limit: int | None = Field(None, ge=1, le=MAX_PAGE_CHARS, description=tool_text("read_file.limit"))
     full: bool = False
 
 
-@tool("Read a text file from the skill root, build/ or inputs/.")
+@tool()
 def read_file(ctx: ActContext, args: ReadFileArgs) -> ToolOutcome:
     path = args.path.strip()
     window = _Window("read_file", args.offset, args.limit)
@@ -253,7 +252,7 @@ def read_file(ctx: ActContext, args: ReadFileArgs) -> ToolOutcome:
     if text is None:
         return ToolOutcome(ok=True, data={"path": path, "binary": True, "bytes": len(data), "sha256": sha})
     if cut:
-        text += f"\n[... read_file reads the first {READ_MAX_BYTES} bytes of a file; this one is longer ...]\n"
+        text += "\n" + render_prompt("notes/read_file_cut", max_bytes=READ_MAX_BYTES) + "\n"
     return _send_text(ctx, path=path, text=text, sha=sha, level="L3", full=True, window=window)
 
 
@@ -289,13 +288,13 @@ class SummarizeArgs(ToolArgs):
     text: str | None = None
     path: str | None = Field(
         None,
-        description="A file in the skill root, build/ or inputs/.",
+        description=tool_text("summarize.path"),
         validation_alias=AliasChoices("path", "file", "file_path", "filePath"),
     )
     max_items: int = Field(8, ge=1, le=40)
 
 
-@tool("Extractive summary of a text or file.")
+@tool()
 def summarize(ctx: ActContext, args: SummarizeArgs) -> ToolOutcome:
     if (args.text is None) == (args.path is None):
         return fail("give exactly one of text or path")
@@ -334,7 +333,7 @@ class DiffArgs(ToolArgs):
     b_path: str = Field(validation_alias=AliasChoices("b_path", "bPath", "b"))
 
 
-@tool("Compare two text files (skill root, build/ or inputs/).")
+@tool()
 def diff(ctx: ActContext, args: DiffArgs) -> ToolOutcome:
     a = _load_text(ctx, args.a_path)
     if isinstance(a, ToolOutcome):

@@ -21,6 +21,7 @@ from orchestrator.act.tools._base import MAX_SCRIPT_FAILURES, ToolArgs, ToolOutc
 from orchestrator.act.tools.producing import record_write
 from orchestrator.act.workspace import clean_build_path
 from orchestrator.errors import PathEscapeError, SandboxError, SandboxRefused, SkillError
+from orchestrator.prompts import render_prompt, tool_text
 from orchestrator.sandbox.models import ScriptResult
 
 STDOUT_SHOWN_CHARS = 4000
@@ -28,27 +29,22 @@ STDOUT_SHOWN_CHARS = 4000
 
 class RunScriptArgs(ToolArgs):
     path: str = Field(
-        description="A script of the skill ('scripts/recalc.py') or code you wrote under build/ "
-        "('build/make_deck.js'); .py, .sh or .js.",
+        description=tool_text("run_script.path"),
         validation_alias=AliasChoices("path", "script", "script_path"),
     )
     args: dict[str, Any] | list[Any] | None = Field(
         None,
-        description="JSON given to the script on stdin.",
+        description=tool_text("run_script.args"),
         validation_alias=AliasChoices("args", "args_json", "argsJson", "arguments", "input"),
     )
     argv: list[str] = Field(
         default_factory=list,
-        description="The script's command-line arguments, as its documentation shows them "
-        "(e.g. ['build/out.xlsx', '60']); paths are relative to the skill root, outputs go under build/.",
+        description=tool_text("run_script.argv"),
     )
-    timeout_s: float | None = Field(None, gt=0, description="Seconds this call may take (capped by the settings).")
+    timeout_s: float | None = Field(None, gt=0, description=tool_text("args.timeout_s"))
 
 
-@tool(
-    "Run a script in the sandbox: a skill script or your own code under build/ (write it with write_artifact). "
-    "argv = its command line, args = stdin JSON; working folder = the skill root; only build/ is writable; no network."
-)
+@tool()
 def run_script(ctx: ActContext, args: RunScriptArgs) -> ToolOutcome:
     rel = args.path.strip().replace("\\", "/").removeprefix("./")
     if not is_script(ctx, rel):
@@ -61,10 +57,7 @@ def run_script(ctx: ActContext, args: RunScriptArgs) -> ToolOutcome:
     source_sha = hashlib.sha256(source).hexdigest()
     attempt = f"{rel}@{source_sha}"  # the one-retry rule counts per script (a rewritten build/ script is new)
     if ctx.state.script_failures_by.get(attempt, 0) >= MAX_SCRIPT_FAILURES:
-        return fail(
-            f"retry budget for {rel} used: it failed twice, and a failed script gets exactly one informed retry. "
-            "Use another script, change your code, or finish with what you have and report what is missing"
-        )
+        return fail(render_prompt("notes/retry_used", script=rel))
     build_state = [(f.path, f.sha256) for f in ctx.deps.build.list_files()]
     key = canonical_digest("run_script", rel, source_sha, args.args, args.argv, build_state, _inputs_state(ctx))
     if (remembered := _remembered(ctx, key, "script, args and inputs")) is not None:
@@ -83,18 +76,13 @@ def run_script(ctx: ActContext, args: RunScriptArgs) -> ToolOutcome:
         data["generated"] = True
     plain_text = _plain_text_result(result)
     if result.stdout_json is None and plain_text:
-        data["note"] = "stdout was plain text, not JSON: kept as the script's text result"
+        data["note"] = render_prompt("notes/plain_stdout")
     if not result.ok and not plain_text:
         failures = ctx.state.script_failures_by.get(attempt, 0) + 1
         ctx.state.script_failures_by[attempt] = failures
         ctx.state.script_failures += 1
         left = MAX_SCRIPT_FAILURES - failures
-        data["retry"] = (
-            f"{left} informed retry left for {rel}: change the args or the code, or use another script, "
-            "based on the reason"
-            if left
-            else f"no retries left for {rel}"
-        )
+        data["retry"] = render_prompt("notes/retry_left", left=left, script=rel)
         ctx.state.memo.put(
             key, MemoEntry(step=ctx.state.step, tool="run_script", ok=False, content=data, reason=result.reason)
         )
@@ -134,17 +122,13 @@ def _script_source(ctx: ActContext, rel: str) -> tuple[str, bytes, bool] | ToolO
 class RunCommandArgs(ToolArgs):
     argv: list[str] = Field(
         min_length=1,
-        description="The program and its arguments, one word each, no shell (e.g. ['soffice', '--headless', "
-        "'--convert-to', 'pdf', '--outdir', 'build', 'build/deck.pptx']). Only allowed programs run.",
+        description=tool_text("run_command.argv"),
         validation_alias=AliasChoices("argv", "command", "cmd"),
     )
-    timeout_s: float | None = Field(None, gt=0, description="Seconds this call may take (capped by the settings).")
+    timeout_s: float | None = Field(None, gt=0, description=tool_text("args.timeout_s"))
 
 
-@tool(
-    "Run one allowed program of the sandbox toolchain (e.g. soffice, pdftoppm, pdftotext, qpdf, pandoc, python3, "
-    "node) with argv; working folder = the skill root; only build/ is writable; no network. Plain-text output."
-)
+@tool()
 def run_command(ctx: ActContext, args: RunCommandArgs) -> ToolOutcome:
     allowed = list(ctx.deps.settings.sandbox.allowed_commands)
     program = args.argv[0]

@@ -14,16 +14,17 @@ from orchestrator.act.images import ImageLimits, ImageRefused, check_image
 from orchestrator.act.tools._base import ToolArgs, ToolOutcome, fail, tool, violation
 from orchestrator.act.workspace import clean_build_path
 from orchestrator.errors import PathEscapeError, SandboxError
+from orchestrator.prompts import render_prompt, tool_text
 
 
 class ViewImageArgs(ToolArgs):
     path: str = Field(
-        description="A PNG or JPEG under build/, e.g. 'build/thumbnails/slide-1.png'.",
+        description=tool_text("view_image.path"),
         validation_alias=AliasChoices("path", "image", "file"),
     )
 
 
-@tool("Look at a PNG or JPEG under build/ (a slide thumbnail, a rendered page); the image follows the results.")
+@tool()
 def view_image(ctx: ActContext, args: ViewImageArgs) -> ToolOutcome:
     try:
         rel = clean_build_path(args.path)
@@ -46,6 +47,6 @@ def view_image(ctx: ActContext, args: ViewImageArgs) -> ToolOutcome:
     return ToolOutcome(
         ok=True,
         data={"path": image.path, "mime": image.mime, "width": image.width, "height": image.height,
-              "bytes": len(image.data), "note": "the image follows in the next message"},
+              "bytes": len(image.data), "note": render_prompt("notes/image_follows")},
         image=image,
     )
