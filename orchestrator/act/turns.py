@@ -1,0 +1,130 @@
+"""What an Act turn does besides applying tools: the run's mutable state, the history as sent, viewed images,
+progress and the one Micro-Reflect, and re-reads on a reference cycle. The driver is ``act/loop.py``."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from orchestrator.act.budget import BudgetTracker
+from orchestrator.act.context import ActContext
+from orchestrator.act.evidence import log_step, step_record
+from orchestrator.act.images import ViewedImage
+from orchestrator.act.packing import pack_messages
+from orchestrator.act.steps import Continue, Exit, StepResult, Stopped
+from orchestrator.act.tools import ToolSet
+from orchestrator.errors import ModelError
+from orchestrator.llm.interface import ChatModel, ImagePart, Message, ModelResponse, ToolCall
+from orchestrator.prompts import load_prompt, render_prompt
+from orchestrator.validate.validator import ValidationReport
+
+NO_PROGRESS_TURNS = 2  # turns without a new or changed artifact before the one Micro-Reflect
+STALL_TURNS_AFTER_REFLECT = 4
+CYCLE_REPEATS = 3
+
+
+@dataclass
+class Run:
+    """One Act while it runs: its context, model, tools, budget and the conversation so far."""
+
+    ctx: ActContext
+    model: ChatModel
+    tools: ToolSet
+    budget: BudgetTracker
+    out_dir: Path
+    messages: list[Message]
+    report: ValidationReport | None = None
+    final_message: str = ""
+    failed_finishes: int = 0
+    no_progress: int = 0
+    reflected: bool = False
+    repeat_reads: int = 0
+    images: list[ViewedImage] = field(default_factory=list)  # view_image results to send after the tool results
+
+
+def packed(run: Run) -> list[Message]:
+    """The history as sent: older tool results summarised, bounded in size (see ``act/packing.py``)."""
+    disclosure = run.ctx.deps.settings.disclosure
+    return pack_messages(
+        run.messages, keep_recent=disclosure.act_keep_recent_results, max_tokens=disclosure.act_request_max_tokens
+    )
+
+
+def attach_images(run: Run) -> None:
+    """Send this turn's viewed images in one user message; only the latest few stay attached in later turns."""
+    if not run.images:
+        return
+    disclosure = run.ctx.deps.settings.disclosure
+    names = ", ".join(f"{i.path} ({i.width}x{i.height})" for i in run.images)
+    parts = tuple(ImagePart(url=i.data_url, detail=disclosure.image_detail) for i in run.images)
+    run.messages.append(Message(role="user", content=render_prompt("notes/images_attached", names=names), images=parts))
+    run.images.clear()
+    attached = [i for i, m in enumerate(run.messages) if m.images]
+    kept = 0
+    for index in reversed(attached):
+        message = run.messages[index]
+        if kept + len(message.images) <= disclosure.images_attached:
+            kept += len(message.images)
+            continue
+        note = render_prompt("notes/images_detached", content=message.content)
+        run.messages[index] = message.model_copy(update={"images": (), "content": note})
+
+
+def tool_message(call: ToolCall, content: str) -> Message:
+    return Message(role="tool", tool_call_id=call.id, content=content)
+
+
+def repeated_read(run: Run, path: str) -> StepResult:
+    """A re-read of a document on a reference cycle the skills library reported; the third one ends the Act."""
+    path = path.strip().removeprefix("./")
+    cycles = [p.message for p in run.ctx.deps.skill.problems if p.code == "reference_cycle"]
+    if not path or not any(path in message for message in cycles):
+        return Continue()
+    run.repeat_reads += 1
+    if run.repeat_reads < CYCLE_REPEATS:
+        return Continue()
+    return Stopped(
+        Exit(
+            "reference_cycle",
+            f"the model went round a reference cycle {run.repeat_reads} times ({'; '.join(cycles)})",
+            "break the cycle in the skill's documents, or tell the model which document ends the chain",
+        )
+    )
+
+
+def progress(run: Run, *, progressed: bool) -> StepResult:
+    if progressed:
+        run.no_progress = 0
+        return Continue()
+    run.no_progress += 1
+    if run.budget.exhausted() is not None:
+        return Continue()  # the budget exit comes next; a re-plan could not be acted on
+    if not run.reflected and run.no_progress >= NO_PROGRESS_TURNS:
+        return micro_reflect(run)
+    if run.reflected and run.no_progress >= STALL_TURNS_AFTER_REFLECT:
+        return Stopped(
+            Exit(
+                "stalled",
+                f"{run.no_progress} turns without a new or changed artifact after a Micro-Reflect",
+                "give the goal more detail or check that the skill can produce the expected outputs",
+            )
+        )
+    return Continue()
+
+
+def micro_reflect(run: Run) -> StepResult:
+    run.reflected = True
+    run.no_progress = 0
+    started = time.monotonic()
+    prompt = Message(role="user", content=load_prompt("micro_reflect"))
+    try:
+        response: ModelResponse = run.model.complete([*packed(run), prompt], purpose="reflect")
+    except ModelError as e:
+        return Stopped(Exit("model_error", str(e), e.next_step or "check the model settings and retry"))
+    run.ctx.state.step += 1
+    plan = (response.content or "").strip()[:1200]
+    usage = (response.usage, int((time.monotonic() - started) * 1000))
+    log_step(run.ctx, step_record(run.ctx.state.step, "reflect", usage, text=plan[:400]))
+    run.messages.append(Message(role="user", content=render_prompt("act_reflect_note", plan=plan)))
+    return Continue()
