@@ -9,18 +9,23 @@ saying which bound was hit.
 A plain subprocess rather than :mod:`multiprocessing`: a Celery prefork worker is a daemonic process, which
 ``multiprocessing`` forbids to start children (and its workarounds trip over the worker's authkey), while
 ``subprocess`` works under any parent. The child sets its own limits before it reads its work, so nothing from the
-input runs unbounded, and no ``preexec_fn`` runs in the (threaded) parent.
+input runs unbounded, and no ``preexec_fn`` runs in the (threaded) parent. Starting an interpreter and importing
+the parsing libraries costs far more than most checks, so the next child is started ahead (see :class:`_Standby`).
 """
 
 from __future__ import annotations
 
+import atexit
+import importlib
 import json
 import os
 import pickle
 import resource
 import subprocess
 import sys
+import threading
 from collections.abc import Callable
+from contextlib import suppress
 from enum import StrEnum
 from typing import Any, TypeVar
 
@@ -30,6 +35,8 @@ from pydantic_core import to_jsonable_python
 from orchestrator.errors import OrchestratorError
 
 T = TypeVar("T")
+
+
 class Bound(StrEnum):
     """Which bound the child hit (or ``ERROR``: ``fn`` raised), for callers to branch on."""
 
@@ -37,19 +44,21 @@ class Bound(StrEnum):
     TIME = "time"
     CRASH = "crash"
     ERROR = "error"
+
+
 DEFAULT_MEMORY_MB = 1024
 DEFAULT_TIMEOUT_S = 30.0
 MAX_RESULT_BYTES = 64 * 1024 * 1024
-_HEADER = 8  # bytes of the big-endian length that precedes the pickled work on the child's stdin
+_HEADER = 8  # bytes of the big-endian length that precedes the call's JSON head on the child's stdin
+_RECENT_MODULES = 2
 
-# -I: no PYTHONPATH, no user site, no script folder or cwd on sys.path (the parent's import path is sent instead).
+# -I: no PYTHONPATH, no user site, no script folder or cwd on sys.path (the parent's import path is passed instead).
 _BOOTSTRAP = (
     "import sys, json\n"
-    "n = int.from_bytes(sys.stdin.buffer.read(8), 'big')\n"
-    "head = json.loads(sys.stdin.buffer.read(n))\n"
+    "head = json.loads(sys.argv[1])\n"
     "sys.path[:] = head['path']\n"
     "from orchestrator.isolation import child_main\n"
-    "child_main(head['memory_bytes'], head['cpu_s'])\n"
+    "child_main(head['modules'])\n"
 )
 
 
@@ -70,6 +79,85 @@ def _import_path() -> list[str]:
     return [os.path.join(cwd, p) if not os.path.isabs(p) else p for p in sys.path]
 
 
+def _spawn(modules: list[str]) -> subprocess.Popen[bytes]:
+    head = json.dumps({"path": _import_path(), "modules": modules})
+    return subprocess.Popen(
+        [sys.executable, "-I", "-c", _BOOTSTRAP, head],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # a terminal's Ctrl-C goes to the parent, which kills the child itself
+        close_fds=True,
+    )
+
+
+class _Standby:
+    """One child started ahead of the next call, its interpreter up and the recent callers' modules imported.
+
+    Starting Python and importing the parsing libraries costs far more than most checks; the standby takes that
+    off the call. It has run nothing but our own imports: every call still gets a fresh process, and the child
+    sets the call's limits before it reads the call's work. A standby that is never used waits on its stdin and
+    ends when this process closes it (at exit, or by dying).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._process: subprocess.Popen[bytes] | None = None
+        self._owner = 0  # the pid that started it: a forked process (a Celery prefork worker) starts its own
+        self._modules: dict[str, None] = {}
+
+    def take(self, module: str) -> subprocess.Popen[bytes]:
+        with self._lock:
+            self._modules.pop(module, None)
+            self._modules[module] = None
+            while len(self._modules) > _RECENT_MODULES:
+                del self._modules[next(iter(self._modules))]
+            modules = list(self._modules)
+            ready = self._process if self._owner == os.getpid() else None
+            self._process = None
+        if ready is None or ready.poll() is not None:
+            ready = _spawn(modules)
+        with self._lock:
+            if self._process is None:
+                self._process, self._owner = _spawn(modules), os.getpid()
+        return ready
+
+    def close(self) -> None:
+        with self._lock:
+            process, self._process = self._process, None
+            owned = self._owner == os.getpid()
+        if process is not None and owned:
+            _stop(process)
+
+    def forget(self) -> None:
+        """In a forked child: the parent's standby is not ours (release our copy of its pipes only)."""
+        process, self._process = self._process, None
+        self._lock = threading.Lock()
+        if process is not None:
+            for pipe in (process.stdin, process.stdout):
+                with suppress(OSError):
+                    if pipe is not None:
+                        pipe.close()
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    with suppress(OSError):
+        if process.stdin is not None:
+            process.stdin.close()  # EOF: an idle child ends by itself
+    try:
+        process.wait(timeout=2)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+    if process.stdout is not None:
+        process.stdout.close()
+
+
+_standby = _Standby()
+atexit.register(_standby.close)
+os.register_at_fork(after_in_child=_standby.forget)
+
+
 def run_bounded(
     fn: Callable[..., T],
     *args: Any,
@@ -86,16 +174,11 @@ def run_bounded(
     """
     timeout_s = max(float(timeout_s), 0.05)
     cpu_s = max(1, int(timeout_s) + 1)
-    head = json.dumps({"path": _import_path(), "memory_bytes": memory_mb * 1024 * 1024, "cpu_s": cpu_s}).encode()
+    head = json.dumps(
+        {"path": _import_path(), "cwd": os.getcwd(), "memory_bytes": memory_mb * 1024 * 1024, "cpu_s": cpu_s}
+    ).encode()
     payload = len(head).to_bytes(_HEADER, "big") + head + pickle.dumps((fn, args))
-    with subprocess.Popen(
-        [sys.executable, "-I", "-c", _BOOTSTRAP],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,  # a terminal's Ctrl-C goes to the parent, which kills the child itself
-        close_fds=True,
-    ) as process:
+    with _standby.take(getattr(fn, "__module__", "") or "") as process:
         try:
             out, _ = process.communicate(payload, timeout=timeout_s)
         except subprocess.TimeoutExpired as e:
@@ -120,14 +203,26 @@ def run_bounded(
     return value  # type: ignore[no-any-return]
 
 
-def child_main(memory_bytes: int, cpu_s: int) -> None:
-    """The child's side: set the limits, then read the work, run it and print ``[kind, value]`` as JSON."""
+def child_main(modules: list[str]) -> None:
+    """The child's side: import ``modules`` (ours), wait for a call, set its limits, then read its work, run it
+    and print ``[kind, value]`` as JSON."""
+    for name in modules:
+        with suppress(Exception):
+            importlib.import_module(name)
     result_fd = os.dup(1)
     os.dup2(2, 1)  # whatever the function or its libraries print goes nowhere near the result
-    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    size = int.from_bytes(sys.stdin.buffer.read(_HEADER) or b"\0", "big")
+    if not size:
+        return  # the parent closed our stdin: no call is coming
+    head = json.loads(sys.stdin.buffer.read(size))
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    cpu_s = int(used.ru_utime + used.ru_stime) + head["cpu_s"]  # the imports above do not eat into the call's time
+    resource.setrlimit(resource.RLIMIT_AS, (head["memory_bytes"], head["memory_bytes"]))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     try:
+        sys.path[:] = head["path"]
+        os.chdir(head["cwd"])
         fn, args = pickle.loads(sys.stdin.buffer.read())
         outcome: list[Any] = ["ok", to_jsonable_python(fn(*args))]
         text = json.dumps(outcome, ensure_ascii=False)
@@ -139,4 +234,4 @@ def child_main(memory_bytes: int, cpu_s: int) -> None:
         text = json.dumps(["error", f"{type(e).__name__}: {str(e)[:500]}"], ensure_ascii=False)
     with os.fdopen(result_fd, "wb") as out:
         out.write(text.encode("utf-8", errors="replace"))
-
+    os._exit(0)  # the parent waits for the exit: an interpreter's tear-down costs more than most checks

@@ -4,6 +4,7 @@ huge files fail the contract with a clear violation instead of eating the host."
 from __future__ import annotations
 
 import multiprocessing
+import os
 import resource
 import time
 import zipfile
@@ -136,3 +137,34 @@ def test_a_daemonic_parent_such_as_a_celery_prefork_worker_can_run_the_bounded_c
     finally:
         parent.join(10)
     assert parent.exitcode == 0
+
+
+_LEFT_BEHIND: list[str] = []
+
+
+def _leave_state(mark: str) -> list[str]:
+    _LEFT_BEHIND.append(mark)
+    os.environ["BOUNDED_MARK"] = mark
+    return list(_LEFT_BEHIND)
+
+
+def test_every_call_gets_a_fresh_child_even_when_it_was_started_ahead() -> None:
+    # A hostile input that takes over the child (module state, environment) must not reach the next call.
+    assert run_bounded(_leave_state, "first", timeout_s=20) == ["first"]
+    time.sleep(1)  # let the child started ahead finish its imports
+    assert run_bounded(_leave_state, "second", timeout_s=20) == ["second"]
+    assert "BOUNDED_MARK" not in os.environ and _LEFT_BEHIND == []
+
+
+def _cpu_spin(seconds: float) -> int:
+    end = time.process_time() + seconds
+    count = 0
+    while time.process_time() < end:
+        count += 1
+    return count
+
+
+def test_a_child_started_ahead_still_gets_the_whole_cpu_limit_of_its_call() -> None:
+    run_bounded(_cpu_spin, 0.0, timeout_s=20)
+    time.sleep(1)
+    assert run_bounded(_cpu_spin, 1.5, timeout_s=3) > 0  # its own imports are not charged to the call
