@@ -17,7 +17,7 @@ from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.llm.scenario import load_scenario, scenario_inputs
 from orchestrator.logs import mask_value
 from orchestrator.workflow.models import GoalRequest
-from orchestrator.workflow.outputs import check_output_dir, check_zip_target
+from orchestrator.workflow.outputs import check_input_files, check_output_dir, check_zip_target
 from orchestrator.workflow.run import GoalInterrupted, bundle_zip
 from orchestrator.workflow.run import run_goal as run_workflow
 from orchestrator.workflow.runtime import build_runtime
@@ -155,14 +155,7 @@ def _check_inputs(skills: Path, out: Path, inputs: list[Path], zip_path: Path | 
             where="cli",
             next_step="pass --skills DIR pointing at a folder of skills",
         )
-    for path in inputs:
-        if not path.is_file():
-            what = "is a folder, not a file" if path.is_dir() else "not found"
-            raise ConfigError(
-                f"input {path}: {what}",
-                where="cli",
-                next_step="pass files with --input PATH (repeat it for several files)",
-            )
+    check_input_files(inputs)
     check_output_dir(out)
     if zip_path is not None:
         check_zip_target(zip_path)

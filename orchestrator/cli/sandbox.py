@@ -25,6 +25,16 @@ app = typer.Typer(no_args_is_help=True)
 _BASES: dict[str, BaseChoice] = {"auto": "auto", "debootstrap": "debootstrap", "public": "public"}
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
+SkillRootOpt = Annotated[Path, typer.Option("--skill-root", help="The skill folder (mounted read-only).")]
+BuildOpt = Annotated[
+    Path, typer.Option("--build", help="Host folder copied into build/ before the call and receiving it after.")
+]
+InputsOpt = Annotated[Path | None, typer.Option("--inputs", help="Folder mounted read-only at /inputs.")]
+TimeoutOpt = Annotated[float | None, typer.Option("--timeout", help="Wall-clock seconds (capped).")]
+DiskMbOpt = Annotated[int | None, typer.Option("--disk-mb", help="Size of build/.")]
+OperationOpt = Annotated[
+    list[str] | None, typer.Option("--operation", help="A declared operation selecting a limit profile.")
+]
 
 
 def _sandbox_settings(settings: Settings, **changes: Any) -> SandboxSettings:
@@ -58,22 +68,18 @@ def run_cmd(
     script: Annotated[
         str, typer.Argument(help="Script path relative to the skill root (.py, .sh, .js), or build/NAME from --build.")
     ],
-    skill_root: Annotated[Path, typer.Option("--skill-root", help="The skill folder (mounted read-only).")],
-    build: Annotated[
-        Path, typer.Option("--build", help="Host folder copied into build/ before the call and receiving it after.")
-    ],
+    skill_root: SkillRootOpt,
+    build: BuildOpt,
     args: Annotated[str, typer.Option("--args", help="Args JSON for the script's stdin (or @file.json).")] = "{}",
     argv: Annotated[
         list[str] | None, typer.Option("--argv", help="One command-line argument of the script (repeatable).")
     ] = None,
-    timeout: Annotated[float | None, typer.Option("--timeout", help="Wall-clock seconds (capped).")] = None,
+    timeout: TimeoutOpt = None,
     memory_mb: Annotated[int | None, typer.Option("--memory-mb", help="Memory limit (no swap).")] = None,
     cpus: Annotated[float | None, typer.Option("--cpus", help="CPU quota.")] = None,
-    disk_mb: Annotated[int | None, typer.Option("--disk-mb", help="Size of build/.")] = None,
-    inputs: Annotated[Path | None, typer.Option("--inputs", help="Folder mounted read-only at /inputs.")] = None,
-    operation: Annotated[
-        list[str] | None, typer.Option("--operation", help="A declared operation selecting a limit profile.")
-    ] = None,
+    disk_mb: DiskMbOpt = None,
+    inputs: InputsOpt = None,
+    operation: OperationOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     payload = _parse_args(args)
@@ -103,16 +109,12 @@ def run_cmd(
 def command_cmd(
     ctx: typer.Context,
     command: Annotated[list[str], typer.Argument(help="PROGRAM [ARG...]: the program must be allowed.")],
-    skill_root: Annotated[Path, typer.Option("--skill-root", help="The skill folder (mounted read-only).")],
-    build: Annotated[
-        Path, typer.Option("--build", help="Host folder copied into build/ before the call and receiving it after.")
-    ],
-    inputs: Annotated[Path | None, typer.Option("--inputs", help="Folder mounted read-only at /inputs.")] = None,
-    timeout: Annotated[float | None, typer.Option("--timeout", help="Wall-clock seconds (capped).")] = None,
-    disk_mb: Annotated[int | None, typer.Option("--disk-mb", help="Size of build/.")] = None,
-    operation: Annotated[
-        list[str] | None, typer.Option("--operation", help="A declared operation selecting a limit profile.")
-    ] = None,
+    skill_root: SkillRootOpt,
+    build: BuildOpt,
+    inputs: InputsOpt = None,
+    timeout: TimeoutOpt = None,
+    disk_mb: DiskMbOpt = None,
+    operation: OperationOpt = None,
     as_json: JsonFlag = False,
 ) -> None:
     result = _in_job(

@@ -14,6 +14,7 @@ import re
 import shutil
 import stat
 import tempfile
+from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
 
@@ -31,6 +32,18 @@ def check_job_id(job_id: str) -> str:
             next_step="use letters, digits, '.', '_' and '-' only (at most 100, not starting with '.' or '-')",
         )
     return job_id
+
+
+def check_input_files(paths: Sequence[Path]) -> None:
+    """Refuse a goal input that is not an existing file, before any work starts."""
+    for path in paths:
+        if not path.is_file():
+            what = "is a folder, not a file" if path.is_dir() else "not found"
+            raise WorkflowError(
+                f"input file {path}: {what}",
+                where="inputs",
+                next_step="pass existing files with --input PATH (repeat it for several files)",
+            )
 
 
 def check_output_dir(out_dir: Path) -> None:

@@ -39,7 +39,7 @@ from orchestrator.validate.rules import ContractRules, ExpectedOutputs
 from orchestrator.validate.stats import ValidationStats
 from orchestrator.validate.validator import ValidationReport, validate_outputs
 from orchestrator.workflow.models import GoalError, GoalMetrics, GoalRequest, GoalResult, GoalState, Suggestion
-from orchestrator.workflow.outputs import check_job_id, check_output_dir, publish_file
+from orchestrator.workflow.outputs import check_input_files, check_job_id, check_output_dir, publish_file
 from orchestrator.workflow.plan import PlanOutcome, make_plan
 
 EventSink = Callable[[str, dict[str, Any]], None]
@@ -74,14 +74,7 @@ def start_goal(request: GoalRequest, out_dir: Path, settings: Settings) -> GoalS
     cannot be written, or a job id that cannot name a folder.
     """
     job_id = check_job_id(request.job_id or new_job_id())
-    for path in request.inputs:
-        if not path.is_file():
-            what = "is a folder, not a file" if path.is_dir() else "not found"
-            raise WorkflowError(
-                f"input file {path}: {what}",
-                where="inputs",
-                next_step="pass existing files with --input PATH (repeat it for several files)",
-            )
+    check_input_files(request.inputs)
     check_output_dir(out_dir)
     work_dir = settings.cache_dir / "jobs" / job_id
     inputs_dir = work_dir / "inputs"

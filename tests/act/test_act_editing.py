@@ -138,3 +138,18 @@ def test_copy_file_into_a_full_build_area_is_a_failure_the_model_can_act_on(
     (copied,) = replies(model)[:1]
     assert copied["ok"] is False and copied["hint"] == "build/ is full: remove drafts or copy less"
     assert result.status == "done" and not (tmp_path / "out" / "big.bin").exists()
+
+
+def test_an_edit_that_overfills_build_is_a_failure_the_model_can_act_on(write_skill, skills_root, settings, tmp_path):
+    write_skill("deck", "Edit slides.")
+    model = ScriptedModel([
+        tool_call_response("write_artifact", path="build/big.txt", text="head " + "x" * 900_000),
+        tool_call_response("edit_file", path="build/big.txt", old="head", new="y" * 300_000),
+        tool_call_response("finish", summary="done"),
+    ])
+    result = act("deck", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out",
+                 qa_mode="off", budgets=Budgets(disk_write_limit_mb=1))
+    edited = json.loads([m for m in model.calls[2].messages if m.role == "tool"][-1].content or "{}")
+    assert edited["ok"] is False and edited["hint"] == "write less, or remove earlier drafts"
+    assert result.status == "done"
+    assert (tmp_path / "out" / "big.txt").read_text().startswith("head ")

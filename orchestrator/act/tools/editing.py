@@ -11,11 +11,11 @@ from pydantic import AliasChoices, Field
 
 from orchestrator.act.context import ActContext
 from orchestrator.act.tools._base import ToolArgs, ToolOutcome, fail, is_script, tool, violation
-from orchestrator.act.tools.producing import record_write
+from orchestrator.act.tools.producing import store_in_build
 from orchestrator.act.tools.reading import input_path
 from orchestrator.act.workspace import clean_build_path
-from orchestrator.errors import PathEscapeError, SandboxError, SandboxErrorCode, SkillError
-from orchestrator.prompts import render_prompt, tool_text
+from orchestrator.errors import PathEscapeError, SandboxError, SkillError
+from orchestrator.prompts import tool_text
 
 EDIT_MAX_BYTES = 10 * 1024 * 1024
 COPY_MAX_BYTES = 50 * 1024 * 1024
@@ -57,14 +57,12 @@ def edit_file(ctx: ActContext, args: EditFileArgs) -> ToolOutcome:
     if count != 1:
         return fail(_match_error(rel, text, args.old, count), matches=count)
     at_line = text[: text.index(args.old)].count("\n") + 1
-    written = ctx.deps.build.write_file(rel, text.replace(args.old, args.new, 1).encode("utf-8"))
-    label, changed = record_write(ctx, rel, written.sha256, written.size)
-    return ToolOutcome(
-        ok=True,
-        data={"path": f"build/{rel}", "line": at_line, "bytes": written.size, "sha256": written.sha256,
-              "version": label, "changed": changed},
-        changed_files=(rel,) if changed else (),
-    )
+    stored = store_in_build(ctx, rel, text.replace(args.old, args.new, 1).encode("utf-8"),
+                            full_hint="notes/build_full_write")
+    if isinstance(stored, ToolOutcome):
+        return stored
+    shown = {"path": "", "line": at_line, **stored.data()}  # the path first, then the line (as the model reads it)
+    return ToolOutcome(ok=True, data=shown, changed_files=stored.changed_files)
 
 
 def _match_error(rel: str, text: str, old: str, count: int) -> str:
@@ -120,19 +118,10 @@ def copy_file(ctx: ActContext, args: CopyFileArgs) -> ToolOutcome:
         return fail(f"cannot copy {src}: {getattr(e, 'message', None) or e}")
     if data is None:
         return fail(f"cannot copy {src}: it is over {COPY_MAX_BYTES} bytes")
-    try:
-        written = ctx.deps.build.write_file(rel, data)
-    except SandboxError as e:
-        if e.code is SandboxErrorCode.DISK_FULL:
-            return fail(str(e), hint=render_prompt("notes/build_full_copy"))
-        raise
-    label, changed = record_write(ctx, rel, written.sha256, written.size)
-    return ToolOutcome(
-        ok=True,
-        data={"src": src, "path": f"build/{rel}", "bytes": written.size, "sha256": written.sha256,
-              "version": label, "changed": changed},
-        changed_files=(rel,) if changed else (),
-    )
+    stored = store_in_build(ctx, rel, data, full_hint="notes/build_full_copy")
+    if isinstance(stored, ToolOutcome):
+        return stored
+    return ToolOutcome(ok=True, data={"src": src, **stored.data()}, changed_files=stored.changed_files)
 
 
 def _read_source(ctx: ActContext, src: str) -> bytes | None:

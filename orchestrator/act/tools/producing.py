@@ -7,6 +7,7 @@ import binascii
 import json
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,38 @@ def record_write(ctx: ActContext, rel: str, sha: str, size: int) -> tuple[str, b
     return version.label, changed
 
 
+@dataclass(frozen=True)
+class Stored:
+    """A file written to ``build/`` and versioned: what the model is told, and whether it changed."""
+
+    rel: str
+    size: int
+    sha256: str
+    version: str
+    changed: bool
+
+    def data(self) -> dict[str, Any]:
+        return {"path": f"build/{self.rel}", "bytes": self.size, "sha256": self.sha256, "version": self.version,
+                "changed": self.changed}
+
+    @property
+    def changed_files(self) -> tuple[str, ...]:
+        return (self.rel,) if self.changed else ()
+
+
+def store_in_build(ctx: ActContext, rel: str, data: bytes, *, full_hint: str) -> Stored | ToolOutcome:
+    """Write ``build/rel`` and version it; a full ``build/`` is a failure the model can act on (``full_hint``: the
+    ``prompts/notes/`` text telling it how), any other sandbox failure propagates."""
+    try:
+        written = ctx.deps.build.write_file(rel, data)
+    except SandboxError as e:
+        if e.code is SandboxErrorCode.DISK_FULL:
+            return fail(str(e), hint=render_prompt(full_hint))
+        raise
+    label, changed = record_write(ctx, rel, written.sha256, written.size)
+    return Stored(rel, written.size, written.sha256, label, changed)
+
+
 class WriteArtifactArgs(ToolArgs):
     path: str = Field(
         description=tool_text("write_artifact.path"),
@@ -72,24 +105,10 @@ def write_artifact(ctx: ActContext, args: WriteArtifactArgs) -> ToolOutcome:
         )
     except binascii.Error as e:
         return fail(f"base64 is not valid: {e}")
-    try:
-        written = ctx.deps.build.write_file(rel, data)
-    except SandboxError as e:
-        if e.code is SandboxErrorCode.DISK_FULL:
-            return fail(str(e), hint=render_prompt("notes/build_full_write"))
-        raise
-    label, changed = record_write(ctx, rel, written.sha256, written.size)
-    return ToolOutcome(
-        ok=True,
-        data={
-            "path": f"build/{rel}",
-            "bytes": written.size,
-            "sha256": written.sha256,
-            "version": label,
-            "changed": changed,
-        },
-        changed_files=(rel,) if changed else (),
-    )
+    stored = store_in_build(ctx, rel, data, full_hint="notes/build_full_write")
+    if isinstance(stored, ToolOutcome):
+        return stored
+    return ToolOutcome(ok=True, data=stored.data(), changed_files=stored.changed_files)
 
 
 class TemplateExpandArgs(ToolArgs):
