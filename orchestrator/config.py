@@ -143,6 +143,8 @@ class WorkerSettings(_Section):
     """How often every worker looks for stale jobs (default: a third of ``stale_after_s``, at most 10 s)."""
     time_limit_margin_s: float = Field(60.0, ge=0)
     """Added to each phase's budget-derived soft time limit; the hard limit is the soft one plus this again."""
+    redis_outage_s: float = Field(30.0, ge=0)
+    """How long a worker's ledger calls keep retrying while Redis cannot be reached (a restart) before failing."""
 
     @property
     def sweep_every_s(self) -> float:

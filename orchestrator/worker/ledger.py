@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Callable, Iterable
-from typing import Any, Literal, cast
+from collections.abc import Iterable
+from typing import Any, Literal
 
 import redis
 from pydantic import BaseModel, Field
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 from redis.typing import EncodableT, FieldT
 
 JobState = Literal["queued", "planning", "acting", "reflecting", "done", "unmet", "failed"]
@@ -161,6 +163,16 @@ return {'requeue', nxt, attempts}
 """
 
 
+# KEYS: lease, checkpoint, job. ARGV: token, checkpoint JSON ('' for none), then field/value pairs.
+# Only the lease holder saves; saving the same thing twice (a retry after a lost reply) changes nothing.
+_COMMIT = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if ARGV[2] ~= '' then redis.call('SET', KEYS[2], ARGV[2]) end
+if #ARGV > 2 then redis.call('HSET', KEYS[3], unpack(ARGV, 3)) end
+return 1
+"""
+
+
 class LeaseLost(Exception):
     """The lease on a job passed to another worker: this worker's results for the phase must be dropped."""
 
@@ -175,10 +187,15 @@ class Ledger:
         self._renew = client.register_script(_RENEW)
         self._release = client.register_script(_RELEASE)
         self._takeover = client.register_script(_TAKEOVER)
+        self._commit = client.register_script(_COMMIT)
 
     @classmethod
-    def from_url(cls, url: str) -> Ledger:
-        return cls(redis.Redis.from_url(url, socket_connect_timeout=5, health_check_interval=30))
+    def from_url(cls, url: str, *, outage_s: float = 0) -> Ledger:
+        """A ledger on ``url``. With ``outage_s``, every call keeps retrying for about that long while Redis cannot
+        be reached (a restart): workers ride out a restart mid-phase; commands run by people fail fast."""
+        retry = Retry(ExponentialBackoff(cap=1.0, base=0.05), retries=max(3, int(outage_s) + 5)) if outage_s else None
+        kwargs: dict[str, Any] = {"retry": retry} if retry is not None else {}
+        return cls(redis.Redis.from_url(url, socket_connect_timeout=5, health_check_interval=30, **kwargs))
 
     # -- records ----------------------------------------------------------------------------------------------
 
@@ -229,20 +246,12 @@ class Ledger:
 
         Raises :class:`LeaseLost` when another worker took the job over meanwhile (its run wins).
         """
-        lease = f"{PREFIX}:lease:{job_id}"
-        with self.r.pipeline() as pipe:
-            try:
-                watch = cast("Callable[[str], None]", pipe.watch)  # untyped in redis-py
-                watch(lease)
-                if pipe.get(lease) != token.encode():
-                    raise LeaseLost(job_id)
-                pipe.multi()
-                if checkpoint is not None:
-                    pipe.set(f"{PREFIX}:checkpoint:{job_id}", json.dumps(checkpoint))
-                pipe.hset(job_key(job_id), mapping=_encode(fields))
-                pipe.execute()
-            except redis.WatchError as e:
-                raise LeaseLost(job_id) from e
+        argv: list[Any] = [token, json.dumps(checkpoint) if checkpoint is not None else ""]
+        for k, v in _encode(fields).items():
+            argv += [k, v]
+        keys = [f"{PREFIX}:lease:{job_id}", f"{PREFIX}:checkpoint:{job_id}", job_key(job_id)]
+        if not self._commit(keys=keys, args=argv):
+            raise LeaseLost(job_id)
 
     # -- lease and heartbeat ------------------------------------------------------------------------------------
 

@@ -57,7 +57,8 @@ def _ledger() -> Ledger:
     with _process_lock:
         key = f"ledger:{os.getpid()}"
         if key not in _process:
-            _process[key] = Ledger.from_url(settings_of(app).broker_url)
+            settings = settings_of(app)
+            _process[key] = Ledger.from_url(settings.broker_url, outage_s=settings.worker.redis_outage_s)
         ledger: Ledger = _process[key]
         return ledger
 
@@ -69,7 +70,10 @@ def _context(task: Task) -> PhaseContext:
     def on_event(name: str, data: dict[str, Any]) -> None:
         # Flower merges event fields into its task object: keep clear of the names it uses itself.
         fields = {(f"orch_{k}" if k in _RESERVED_EVENT_FIELDS else k): v for k, v in data.items()}
-        task.send_event("task-progress", progress=name, **fields)
+        try:
+            task.send_event("task-progress", progress=name, **fields)
+        except Exception as e:  # noqa: BLE001 - an event for Flower is not worth a goal (Redis may be restarting)
+            log.warning("worker.event_lost", job=data.get("job"), progress=name, error=str(e))
 
     return PhaseContext(
         settings=settings,
@@ -135,7 +139,7 @@ def _init_process(**_: Any) -> None:
 def _start_sweeper(sender: Any = None, **_: Any) -> None:
     settings = settings_of(app)
     configure_tracing("orchestrator-worker", _span_sink)
-    ledger = Ledger.from_url(settings.broker_url)
+    ledger = Ledger.from_url(settings.broker_url, outage_s=settings.worker.redis_outage_s)
     name = getattr(sender, "hostname", None) or socket.gethostname()
 
     def requeue(job_id: str, phase: str) -> None:

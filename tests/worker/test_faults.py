@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from worker_helpers import LABEL_PREFIX, REPO, Cluster, goal_line, wait_for
+from worker_helpers import BRAND_JSON, LABEL_PREFIX, REPO, Cluster, goal_line, wait_for
 
 FAST_TAKEOVER = {
     "ORCH_WORKER__HEARTBEAT_S": "1",
@@ -168,3 +168,45 @@ def test_on_the_soft_time_limit_the_jobs_containers_are_killed_and_the_job_fails
     assert record.result["error"]["where"] == "act:0"
     assert _job_containers(docker_client, "sleepy") == []
     assert not (cluster.output_root / "sleepy" / "slept.txt").exists()
+
+
+@pytest.mark.docker
+@pytest.mark.redis
+def test_a_redis_restart_while_phases_run_loses_nothing_and_runs_nothing_twice(
+    cluster: Cluster, docker_client, sandbox_image: str, tmp_path: Path
+) -> None:
+    # beats every second; a lease outlives the outage (a takeover would run a phase again)
+    cluster.settings_env.update(ORCH_WORKER__HEARTBEAT_S="1", ORCH_WORKER__STALE_AFTER_S="20", ORCH_WORKER__SWEEP_S="1")
+    brand = _scenario_with_delay(BRAND_JSON, tmp_path / "brand.yaml", 400)
+    csv = _scenario_with_delay(REPO / "ops/scenarios/csv-summary.yaml", tmp_path / "csv.yaml", 400)
+    sales = str(REPO / "ops/scenarios/data/sales.csv")
+    lines = [goal_line(f"midway-b{i}", model=f"scripted:{brand}") for i in range(3)] + [
+        json.dumps({"goal": "Summarise sales.csv: total revenue per region, with a bar chart of the totals",
+                    "model": f"scripted:{csv}", "job_id": f"midway-c{i}", "inputs": [sales]})
+        for i in range(3)
+    ]
+    ids = [json.loads(line)["job_id"] for line in lines]
+    cluster.start_worker("w1", concurrency=2)
+    cluster.start_worker("w2", concurrency=1)
+    assert cluster.cli("submit", "-", stdin="\n".join(lines)).returncode == 0
+    ledger = cluster.ledger()
+
+    def running() -> list[str]:
+        return [i for i in ids if (r := ledger.get(i)) is not None and r.running and r.state != "queued"]
+
+    in_flight = wait_for(lambda: (r := running()) and len(r) >= 2 and r, 180, "two phases to run")
+    cluster.redis.stop()  # SIGTERM, as a service manager restarts it, while those phases run
+    time.sleep(5)  # long enough for running phases to finish (and save) while Redis is away
+    cluster.redis.start()
+
+    wait_for(lambda: set(_states(cluster, ids).values()) <= {"done", "unmet", "failed"}, 400, "the goals to end", 1)
+    logs = cluster.log("w1")[-4000:] + cluster.log("w2")[-4000:]
+    assert set(_states(cluster, ids).values()) == {"done"}, logs
+    for job_id in ids:
+        record = cluster.ledger().get(job_id)
+        assert record.attempts == 1, (job_id, in_flight, record.history, logs)  # no phase was run again
+        assert [h["phase"] for h in record.history] == ["plan", "act:0", "reflect"], (job_id, record.history)
+        paths = [a["path"] for a in record.artifacts]
+        assert len(paths) == len(set(paths)) and paths, paths
+        assert all((cluster.output_root / job_id / p).is_file() for p in paths)
+        assert _job_containers(docker_client, job_id) == []

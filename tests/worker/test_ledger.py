@@ -105,3 +105,36 @@ def test_commit_is_refused_to_a_worker_that_lost_its_lease(ledger: Ledger, tmp_p
     with pytest.raises(LeaseLost):
         ledger.commit_phase("j1", token, {"state": {}}, next="act:0")
     assert ledger.get("j1").next == "plan"
+
+
+def test_a_workers_ledger_rides_out_a_redis_restart_and_saves_the_phase_once(tmp_path: Path) -> None:
+    import threading
+
+    server = RedisServer(tmp_path / "redis").start()
+    try:
+        ledger = Ledger.from_url(server.url, outage_s=20)
+        _job(ledger)
+        _, token, _ = ledger.acquire("j1", "plan", worker="w", lease_s=60, max_attempts=3)
+        server.stop()  # the phase is running; Redis goes away and comes back 2 s later
+        threading.Timer(2, server.start).start()
+        ledger.commit_phase("j1", token, {"state": {"n": 1}}, next="act:0")  # waits for Redis, then saves
+        ledger.commit_phase("j1", token, {"state": {"n": 1}}, next="act:0")  # a retried save changes nothing
+        assert ledger.release("j1", token)
+        record = ledger.get("j1")
+        assert (record.next, record.running, record.attempts) == ("act:0", False, 1)
+        assert ledger.load_checkpoint("j1") == {"state": {"n": 1}}
+        assert ledger.acquire("j1", "plan", worker="late", lease_s=60, max_attempts=3)[0] == "stale"
+    finally:
+        server.stop()
+
+
+def test_commands_run_by_people_fail_fast_when_redis_is_away(tmp_path: Path) -> None:
+    import redis
+
+    server = RedisServer(tmp_path / "redis").start()
+    ledger = Ledger.from_url(server.url)
+    server.stop()
+    started = time.monotonic()
+    with pytest.raises(redis.ConnectionError):
+        ledger.get("j1")
+    assert time.monotonic() - started < 15
