@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from orchestrator.config import Budgets, Settings
 from orchestrator.errors import ConfigError
 from orchestrator.llm.factory import parse_model_spec
+from orchestrator.llm.scenario import load_scenario, scenario_inputs
 from orchestrator.tracing import new_ids
 from orchestrator.worker.ledger import JobRecord, Ledger
 from orchestrator.worker.limits import hard_limit_s, visibility_timeout_s
@@ -120,13 +121,16 @@ def resolve_line(line: GoalLine, settings: Settings) -> GoalLine:
         raise ConfigError(f"skills: folder not found: {skills}")
     model = line.model or settings.model.name
     kind, value = parse_model_spec(model)
+    wanted = list(line.inputs)
     if kind == "scripted":
         scenario = Path(value)
         if not scenario.is_file():
             raise ConfigError(f"model: scenario file not found: {scenario}")
         model = f"scripted:{scenario.resolve()}"
+        if not wanted:  # as `run` does: a scenario may name the goal's input files (relative to itself)
+            wanted = [str(p) for p in scenario_inputs(load_scenario(scenario))]
     inputs = []
-    for item in line.inputs:
+    for item in wanted:
         path = Path(item)
         if not path.is_file():
             raise ConfigError(f"inputs: file not found: {item}")

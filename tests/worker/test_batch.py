@@ -82,6 +82,7 @@ def _with_hostile_tool_call(src: Path, dest: Path) -> Path:
     data = yaml.safe_load(src.read_text())
     act = next(s for s in data["steps"] if s["purpose"] == "act")
     act["reply"]["tool_calls"].insert(0, {"name": "[/oops][bold]no_such_tool", "arguments": {}})
+    data["inputs"] = [str(src.parent / entry) for entry in data.get("inputs", [])]  # the copy lives elsewhere
     dest.write_text(yaml.safe_dump(data, sort_keys=False))
     return dest
 
@@ -94,7 +95,7 @@ def test_each_tool_call_and_each_container_is_a_span_under_its_act(
     scenario = _with_hostile_tool_call(REPO / "ops/scenarios/csv-summary.yaml", tmp_path / "csv.yaml")
     line = json.dumps({
         "goal": "Summarise sales.csv: total revenue per region, with a bar chart of the totals",
-        "model": f"scripted:{scenario}", "job_id": "traced-csv", "inputs": [str(REPO / "ops/scenarios/data/sales.csv")],
+        "model": f"scripted:{scenario}", "job_id": "traced-csv",  # sales.csv: the scenario's own `inputs`
     })
     done = cluster.cli("submit", "-", *WAIT, stdin=line, timeout=450)
     assert done.returncode == 0 and cluster.job("traced-csv")["state"] == "done", (done.stdout, cluster.log("w1"))

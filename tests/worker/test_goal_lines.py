@@ -1,0 +1,48 @@
+"""Goal lines are checked and completed at the producer: paths made absolute, a scenario's inputs honoured."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from worker_helpers import REPO
+
+from orchestrator.config import load_settings
+from orchestrator.worker.submit import parse_lines
+
+CSV_SCENARIO = REPO / "ops/scenarios/csv-summary.yaml"
+SALES = REPO / "ops/scenarios/data/sales.csv"
+
+
+def _parse(tmp_path: Path, *lines: dict[str, object]) -> tuple[list, list]:
+    settings = load_settings(skills_dir=REPO / "skills", output_root=tmp_path / "out")
+    return parse_lines([json.dumps(line) for line in lines], settings)
+
+
+def test_a_scripted_scenarios_inputs_are_the_goals_inputs_when_the_line_names_none(tmp_path: Path) -> None:
+    good, bad = _parse(tmp_path, {"goal": "Summarise sales.csv", "model": f"scripted:{CSV_SCENARIO}"})
+    assert bad == []
+    assert good[0][1].inputs == [str(SALES.resolve())]
+
+
+def test_the_lines_own_inputs_win_over_the_scenarios(tmp_path: Path) -> None:
+    mine = tmp_path / "mine.csv"
+    mine.write_text("region,revenue\nNorth,1\n")
+    good, _ = _parse(tmp_path, {"goal": "g", "model": f"scripted:{CSV_SCENARIO}", "inputs": [str(mine)]})
+    assert good[0][1].inputs == [str(mine.resolve())]
+
+
+def test_a_scenario_naming_a_missing_input_or_broken_yaml_rejects_its_line_only(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.yaml"
+    missing.write_text(CSV_SCENARIO.read_text().replace("inputs: [data/sales.csv]", "inputs: [nowhere.csv]"))
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("steps: [\n")
+    good, bad = _parse(
+        tmp_path,
+        {"goal": "a", "model": f"scripted:{missing}"},
+        {"goal": "b", "model": f"scripted:{broken}"},
+        {"goal": "c", "model": f"scripted:{CSV_SCENARIO}"},
+    )
+    assert [n for n, _ in good] == [3]
+    assert [r.line for r in bad] == [1, 2]
+    assert "nowhere.csv" in bad[0].reason and "broken.yaml" in bad[1].reason
