@@ -119,3 +119,12 @@ def test_bench_selection_names_the_bad_goal_line(skills_root, tmp_path):
         timeout=300,
     )
     assert proc.returncode == 1 and "g.jsonl:2" in proc.stdout
+
+
+def test_words_are_matched_by_their_stems(tmp_path):
+    # "deploying" and "deployment" meet only through the stemmer; plural folding alone would keep them apart.
+    root = tmp_path / "s"
+    write_skill(root, "rollout", name="rollout", description="Plans a deployment of a web service.", body="Steps.")
+    write_skill(root, "deploy-notes", name="notes", description="Write release notes.", body="Deploy notes.")
+    assert tokenize("deploying") == tokenize("deployment") == tokenize("deploy")
+    assert {h.id for h in _index(root).search("deploying")} == {"rollout", "deploy-notes"}
