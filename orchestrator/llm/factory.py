@@ -43,16 +43,22 @@ def parse_model_spec(spec: str) -> tuple[str, str]:
 
 @contextmanager
 def open_model(
-    spec: str, settings: ModelSettings, *, trace_path: Path | None = None, job_id: str | None = None
+    spec: str,
+    settings: ModelSettings,
+    *,
+    trace_path: Path | None = None,
+    job_id: str | None = None,
+    phase: tuple[str, int] | None = None,
 ) -> Iterator[ChatModel]:
     """A chat model for ``spec``, closed (and its scenario server stopped) on exit.
 
     ``trace_path`` (scripted only) defaults to ``$ORCH_SCRIPTED_TRACE``: every request body is appended to it.
-    ``job_id`` (``openai:`` models) is sent as the ``X-Orch-Job`` header of every request.
+    ``job_id`` (``openai:`` models) is sent as the ``X-Orch-Job`` header of every request, and ``phase`` (the job's
+    phase and its attempt) as ``X-Orch-Phase`` and ``X-Orch-Attempt``.
     """
     kind, value = parse_model_spec(spec)
     if kind == "openai":
-        with OpenAIChatModel(value, settings, name=spec, job_id=job_id) as model:
+        with OpenAIChatModel(value, settings, name=spec, job_id=job_id, phase=phase) as model:
             yield model
         return
     with open_scripted_model(Path(value), settings, trace_path=trace_path, name=spec) as (model, _server):

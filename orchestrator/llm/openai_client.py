@@ -26,6 +26,8 @@ from orchestrator.logs import get_logger
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 PURPOSE_HEADER = "X-Orch-Purpose"
 JOB_HEADER = "X-Orch-Job"
+PHASE_HEADER = "X-Orch-Phase"
+ATTEMPT_HEADER = "X-Orch-Attempt"
 
 log = get_logger("orchestrator.llm")
 
@@ -49,6 +51,7 @@ class OpenAIChatModel:
         base_url: str | None = None,
         name: str | None = None,
         job_id: str | None = None,
+        phase: tuple[str, int] | None = None,
     ) -> None:
         settings = settings or ModelSettings()
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
@@ -70,7 +73,7 @@ class OpenAIChatModel:
             base_url=self.base_url,
             max_retries=settings.max_retries,
             timeout=settings.request_timeout_s,
-            default_headers={JOB_HEADER: job_id} if job_id else None,
+            default_headers=_run_headers(job_id, phase),
             # A proxy from the environment must not capture a local server (Ollama, our scenario server).
             http_client=openai.DefaultHttpxClient(trust_env=False) if _is_loopback(self.base_url) else None,
         )
@@ -264,3 +267,13 @@ def _is_loopback(url: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+def _run_headers(job_id: str | None, phase: tuple[str, int] | None) -> dict[str, str] | None:
+    """What a shared server needs to tell conversations apart: the job, and the phase and attempt asking."""
+    if not job_id:
+        return None
+    headers = {JOB_HEADER: job_id}
+    if phase is not None:
+        headers |= {PHASE_HEADER: phase[0], ATTEMPT_HEADER: str(phase[1])}
+    return headers

@@ -40,6 +40,10 @@ from orchestrator.logs import get_logger
 PURPOSE_HEADER = "X-Orch-Purpose"
 JOB_HEADER = "X-Orch-Job"
 """Names the conversation (the job) a request belongs to; a library server keeps one step cursor per job."""
+PHASE_HEADER = "X-Orch-Phase"
+ATTEMPT_HEADER = "X-Orch-Attempt"
+"""The job's phase (``plan``, ``act:1``, ``reflect``) and its attempt: a library server plays a phase asked again by a
+later attempt (retried after its worker died) from where that phase started."""
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 MODELS_PATHS = ("/v1/models", "/models")
 _RETRYABLE_STATUSES = {408, 409, 429}
@@ -91,6 +95,8 @@ class ScenarioPlayer:
         """The message of every mismatch, exhausted-steps or malformed request, in order."""
         self._next_step = start_at
         """Steps before ``start_at`` count as used: a goal resumed in another process continues its script."""
+        self._phases: dict[str, tuple[str, int]] = {}
+        """Per phase of the job: the attempt that asked last and the step where the phase started."""
         self._lock = threading.Lock()
         self._trace_lock = trace_lock or threading.Lock()
 
@@ -116,6 +122,19 @@ class ScenarioPlayer:
             self.requests.clear()
             self.purposes.clear()
             self.failures.clear()
+
+    def enter_phase(self, phase: str, attempt: str) -> None:
+        """A request of ``phase`` by ``attempt``: the first marks where the phase starts in the script; one from
+        another attempt (the phase retried after its worker died) plays the phase again from that step."""
+        with self._lock:
+            mark = self._phases.get(phase)
+            if mark is None:
+                self._phases[phase] = (attempt, self._next_step)
+            elif mark[0] != attempt:
+                log.info("scenario_server.phase_replayed", session=self.session, phase=phase, attempt=attempt,
+                         from_step=mark[1] + 1)
+                self._phases[phase] = (attempt, mark[1])
+                self._next_step = mark[1]
 
     def assert_all_used(self) -> None:
         """Raise :class:`ScriptMismatch` if a request failed its step or a step was never requested."""
@@ -327,7 +346,9 @@ class _Serving:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}/v1"
 
-    def _answer_chat(self, body: Any, purpose: str | None, path: str, job: str | None) -> _Answer:
+    def _answer_chat(
+        self, body: Any, purpose: str | None, path: str, job: str | None, phase: tuple[str, str] | None = None
+    ) -> _Answer:
         raise NotImplementedError
 
     def _answer_models(self, path: str) -> _Answer:
@@ -391,7 +412,9 @@ class ScenarioServer(_Serving):
         """Raise :class:`ScriptMismatch` if a request failed its step or a step was never requested."""
         self.player.assert_all_used()
 
-    def _answer_chat(self, body: Any, purpose: str | None, path: str, job: str | None) -> _Answer:
+    def _answer_chat(
+        self, body: Any, purpose: str | None, path: str, job: str | None, phase: tuple[str, str] | None = None
+    ) -> _Answer:
         return self.player.answer(body, purpose, path)
 
     def _answer_models(self, path: str) -> _Answer:
@@ -451,14 +474,19 @@ class ScenarioLibraryServer(_Serving):
     def failures(self) -> list[str]:
         return [failure for player in self.players for failure in player.failures]
 
-    def _answer_chat(self, body: Any, purpose: str | None, path: str, job: str | None) -> _Answer:
+    def _answer_chat(
+        self, body: Any, purpose: str | None, path: str, job: str | None, phase: tuple[str, str] | None = None
+    ) -> _Answer:
         name = body.get("model") if isinstance(body, dict) else None
         if not isinstance(name, str) or name not in self.scenarios:
             served = ", ".join(map(repr, sorted(self.scenarios)))
             message = f"model {name!r} is not served here; the scenarios served are {served}"
             log.warning("scenario_server.unknown_model", model=name, job=job)
             return _error(404, message, type_="invalid_request_error", code="model_not_found", retry=False)
-        return self.player(name, job[:200] if job else None).answer(body, purpose, path)
+        player = self.player(name, job[:200] if job else None)
+        if job and phase is not None:
+            player.enter_phase(phase[0][:100], phase[1][:20])
+        return player.answer(body, purpose, path)
 
     def _answer_models(self, path: str) -> _Answer:
         return _models_answer(path, sorted(self.scenarios))
@@ -509,7 +537,9 @@ class _Handler(BaseHTTPRequestHandler):
             return
         purpose = self.headers.get(PURPOSE_HEADER)
         job = self.headers.get(JOB_HEADER)
-        self._send(self.server.scenario_server._answer_chat(body, purpose, path, job))
+        phase, attempt = self.headers.get(PHASE_HEADER), self.headers.get(ATTEMPT_HEADER)
+        asked = (phase, attempt or "") if phase else None
+        self._send(self.server.scenario_server._answer_chat(body, purpose, path, job, asked))
 
     def _not_found(self, path: str) -> None:
         message = f"no route {path!r}: the scripted server serves POST /v1/chat/completions and GET /v1/models"

@@ -119,7 +119,7 @@ def _run_traced(pc: PhaseContext, record: JobRecord, phase: str, attempt: int) -
     with _goal_context(record), tracer().start_as_current_span(name, attributes=attrs) as span:
         try:
             with soft_limit_interrupts():
-                return _run(pc, record, phase)
+                return _run(pc, record, phase, attempt)
         except (SoftLimitReached, SoftTimeLimitExceeded):
             killed = pc.kill_containers(record.job_id)
             span.set_attribute("orch.error", "soft time limit")
@@ -146,7 +146,7 @@ def _goal_context(record: JobRecord) -> Iterator[None]:
         yield
 
 
-def _run(pc: PhaseContext, record: JobRecord, phase: str) -> _Outcome:
+def _run(pc: PhaseContext, record: JobRecord, phase: str, attempt: int) -> _Outcome:
     req = record.request
     settings = job_settings(pc.settings, req)
     checkpoint = pc.ledger.load_checkpoint(record.job_id) if phase != "plan" else None
@@ -164,7 +164,7 @@ def _run(pc: PhaseContext, record: JobRecord, phase: str) -> _Outcome:
         state = GoalState.model_validate(checkpoint["state"])
         cursor = int(checkpoint.get("model_cursor", 0))
     scripts_before = _scripts_s(state)
-    with _runtime(settings, req, cursor, pc, record) as (rt, timer):
+    with _runtime(settings, req, cursor, pc, record, (phase, attempt)) as (rt, timer):
         if phase == "plan":
             plan_goal(state, rt)
             assert state.plan is not None
@@ -298,7 +298,12 @@ class _TimedModel:
 
 @contextmanager
 def _runtime(
-    settings: Settings, req: dict[str, Any], cursor: int, pc: PhaseContext, record: JobRecord
+    settings: Settings,
+    req: dict[str, Any],
+    cursor: int,
+    pc: PhaseContext,
+    record: JobRecord,
+    phase: tuple[str, int],
 ) -> Iterator[tuple[Any, _Timer]]:
     skills = Path(req.get("skills") or settings.skills_dir)
     spec = req.get("model") or settings.model.name
@@ -308,7 +313,7 @@ def _runtime(
     sandbox = _sandbox(settings)
     timer = _Timer()
     kind, value = parse_model_spec(spec)
-    with _model(kind, value, spec, settings, cursor, record.job_id) as (model, server):
+    with _model(kind, value, spec, settings, cursor, record.job_id, phase) as (model, server):
         rt = Runtime(
             settings=settings,
             model=_TimedModel(model, timer),
@@ -340,14 +345,15 @@ _MAX_MODELS = 8
 
 @contextmanager
 def _model(
-    kind: str, value: str, spec: str, settings: Settings, cursor: int, job_id: str
+    kind: str, value: str, spec: str, settings: Settings, cursor: int, job_id: str, phase: tuple[str, int]
 ) -> Iterator[tuple[Any, Any]]:
     """The job's model, kept per worker process and thread: building an HTTP client costs more than a phase's
     bookkeeping. A scripted model's server is rewound to where this goal's scenario stands."""
     if kind != "scripted":
         # The job id goes along with every request, so a model server shared by many goals (the compose stack's
         # scripted-llm, a gateway) can tell their conversations apart.
-        with open_model(spec, settings.model, job_id=job_id) as model:
+        # With the phase and its attempt, such a server can also play a phase retried after a takeover again.
+        with open_model(spec, settings.model, job_id=job_id, phase=phase) as model:
             yield model, None
         return
     stamp = Path(value).stat().st_mtime_ns

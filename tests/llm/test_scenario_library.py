@@ -183,3 +183,30 @@ def test_the_cli_wants_exactly_one_of_scenario_or_scenarios(library: Path) -> No
         timeout=60,
     )
     assert done.returncode == 2 and "exactly one of --scenario FILE or --scenarios DIR" in done.stderr
+
+
+def test_a_phase_asked_again_by_a_later_attempt_is_played_again_from_where_it_started(
+    server: ScenarioLibraryServer,
+) -> None:
+    def in_phase(phase: str, attempt: int) -> OpenAIChatModel:
+        return OpenAIChatModel(
+            "count", SETTINGS, api_key="k", base_url=server.base_url, job_id="job-r", phase=(phase, attempt)
+        )
+
+    assert in_phase("plan", 1).complete(user("count"), purpose="plan").content == "one"
+    assert in_phase("act:0", 1).complete(user("go"), purpose="act").content == "two"  # then its worker died
+    assert in_phase("act:0", 2).complete(user("go"), purpose="act").content == "two"  # the takeover's run
+    assert in_phase("reflect", 2).complete(user("go"), purpose="semantic").content == "three"
+    assert server.failures == []
+
+
+def test_the_same_attempt_asking_again_goes_on_with_the_script(server: ScenarioLibraryServer) -> None:
+    def in_phase(phase: str, attempt: int) -> OpenAIChatModel:
+        return OpenAIChatModel(
+            "count", SETTINGS, api_key="k", base_url=server.base_url, job_id="job-s", phase=(phase, attempt)
+        )
+
+    assert in_phase("plan", 1).complete(user("count"), purpose="plan").content == "one"
+    assert in_phase("plan", 1).complete(user("go"), purpose="act").content == "two"  # not step 1 again
+    assert server.failures == []
+    assert {p.session: p.steps_used for p in server.players} == {"job-s": 2}

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from worker_helpers import BRAND_JSON, LABEL_PREFIX, REPO, Cluster, goal_line, wait_for
+from worker_helpers import BRAND_GOAL, BRAND_JSON, LABEL_PREFIX, REPO, Cluster, goal_line, wait_for
 
 FAST_TAKEOVER = {
     "ORCH_WORKER__HEARTBEAT_S": "1",
@@ -210,3 +210,37 @@ def test_a_redis_restart_while_phases_run_loses_nothing_and_runs_nothing_twice(
         assert len(paths) == len(set(paths)) and paths, paths
         assert all((cluster.output_root / job_id / p).is_file() for p in paths)
         assert _job_containers(docker_client, job_id) == []
+
+
+@pytest.mark.redis
+def test_a_phase_taken_over_plays_its_steps_again_on_the_shared_scripted_server(
+    cluster: Cluster, tmp_path: Path
+) -> None:
+    from orchestrator.llm.scenario_server import ScenarioLibraryServer, load_library
+
+    folder = tmp_path / "scenarios"
+    folder.mkdir()
+    _scenario_with_delay(BRAND_JSON, folder / "brand-json.yaml", 1500)
+    with ScenarioLibraryServer(load_library(folder)) as server:  # as the compose stack's scripted-llm
+        cluster.settings_env.update(FAST_TAKEOVER, OPENAI_BASE_URL=server.base_url)
+        cluster.start_worker("doomed")
+        line = json.dumps({"goal": BRAND_GOAL, "model": "openai:brand-json", "job_id": "shared"})
+        assert cluster.cli("submit", "-", stdin=line).returncode == 0
+        ledger = cluster.ledger()
+
+        def mid_act() -> bool:
+            record = ledger.get("shared")
+            used = {p.session: p.steps_used for p in server.players}.get("shared", 0)
+            return record is not None and record.state == "acting" and record.running and used >= 3
+
+        wait_for(mid_act, 120, "the act phase to have used two of its steps")
+        cluster.start_worker("survivor")
+        cluster.kill_worker("doomed")
+        wait_for(lambda: _states(cluster, ["shared"])["shared"] in ("done", "unmet", "failed"), 120, "the job to end")
+        job = cluster.job("shared")
+        assert job["state"] == "done", (job["reason"], server.failures, cluster.log("survivor")[-3000:])
+        assert server.failures == []
+    assert job["attempts"] == 2
+    runs = [(h["phase"], h["worker"].split("@")[0]) for h in job["history"] if h["outcome"] != "taken_over"]
+    assert runs == [("plan", "doomed"), ("act:0", "survivor"), ("reflect", "survivor")]
+    assert json.loads((cluster.output_root / "shared" / "brand.json").read_text())["name"] == "Acme"
