@@ -17,9 +17,10 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from orchestrator.cli.common import emit_json, fail, state
+from orchestrator.cli.common import emit_json, fail, plain, state
 from orchestrator.config import Settings
 from orchestrator.errors import ConfigError, OrchestratorError
+from orchestrator.logs import mask_secrets
 from orchestrator.worker.ledger import Ledger
 from orchestrator.worker.submit import submit_lines
 from orchestrator.workflow.run import new_job_id
@@ -68,11 +69,11 @@ def submit(
         fail(e, as_json=as_json, code=2)
     err = Console(stderr=True, soft_wrap=True)
     for r in report.rejected:
-        err.print(f"[red]line {r.line} rejected[/]: {r.reason}", highlight=False)
+        err.print(Text(f"line {r.line} rejected", style="red") + _text(f": {r.reason}"), highlight=False)
     if not as_json:
         for a in report.accepted:
             note = " (already submitted: not queued again)" if a.duplicate else ""
-            err.print(f"line {a.line} → job {a.job_id}{note}", highlight=False)
+            err.print(_text(f"line {a.line} → job {a.job_id}{note}"), highlight=False)
     code = report.exit_code
     payload: dict[str, Any] = report.model_dump(mode="json")
     if wait and report.accepted:
@@ -148,10 +149,10 @@ def _summary_table(records: list[Any]) -> None:
     for r in records:
         s = _summary(r)
         table.add_row(
-            r.job_id,
-            f"[{colours.get(r.state, 'white')}]{r.state}[/]",
+            _text(r.job_id),
+            Text(r.state, style=colours.get(r.state, "white")),
             str(r.attempts),
-            ", ".join(s["artifacts"]) or "-",
+            _text(", ".join(map(str, s["artifacts"])) or "-"),
             f"{s['seconds']:.1f} s",
         )
     console = Console(soft_wrap=True)
@@ -205,7 +206,8 @@ def _jobs_table(records: list[Any]) -> Table:
     for r in records:
         step = f"{r.step + 1}/{r.steps_total} {r.skill or ''}" if r.step is not None and r.steps_total else "-"
         beat = f"{now - r.heartbeat:.0f} s ago" if r.heartbeat and r.running else "-"
-        table.add_row(r.job_id, r.state, step, str(r.attempts), r.worker or "-", beat, r.goal[:60])
+        cells = (r.job_id, r.state, step, str(r.attempts), r.worker or "-", beat, r.goal[:60])
+        table.add_row(*(_text(cell) for cell in cells))
     return table
 
 
@@ -224,23 +226,30 @@ def _watch(ledger: Any, job_id: str | None, limit: int) -> None:
         pass
 
 
+def _text(value: object) -> Text:
+    """A goal, a reason or a file name as the worker stored it: shown literally (no markup, control characters
+    escaped, secrets masked), on one line."""
+    return Text(plain(mask_secrets(str(value))).replace("\n", "\\n"))
+
+
 def _print_record(record: Any) -> None:
     console = Console(soft_wrap=True)
-    console.print(f"[bold]{record.job_id}[/] {record.state} — {record.goal}", highlight=False)
+    console.print(Text(record.job_id, style="bold") + _text(f" {record.state} — {record.goal}"), highlight=False)
     console.print(
-        f"attempts {record.attempts}, worker {record.worker or '-'}, plan {' → '.join(record.plan) or '-'}",
+        _text(f"attempts {record.attempts}, worker {record.worker or '-'}, plan {' → '.join(record.plan) or '-'}"),
         highlight=False,
     )
     if record.reason:
-        console.print(f"reason: {record.reason}", highlight=False)
+        console.print(_text(f"reason: {record.reason}"), highlight=False)
     for a in record.artifacts:
-        console.print(f"  {a.get('path')}  {a.get('size')} bytes  sha256:{str(a.get('sha256'))[:12]}", highlight=False)
+        console.print(_text(f"  {a.get('path')}  {a.get('size')} bytes  sha256:{str(a.get('sha256'))[:12]}"),
+                      highlight=False)
     for v in record.skills.loaded:
-        console.print(f"  skill {v.id} sha256:{v.sha256[:12]}", highlight=False)
+        console.print(_text(f"  skill {v.id} sha256:{v.sha256[:12]}"), highlight=False)
     for h in record.history:
         console.print(
-            f"  {h['phase']:<8} attempt {h['attempt']} on {h['worker']}: "
-            f"{h['end'] - h['start']:.2f} s → {h['outcome']}",
+            _text(f"  {h['phase']:<8} attempt {h['attempt']} on {h['worker']}: "
+                  f"{h['end'] - h['start']:.2f} s → {h['outcome']}"),
             highlight=False,
         )
     if record.trace_id:
