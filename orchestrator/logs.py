@@ -22,7 +22,10 @@ _SECRET_PATTERNS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"(?i)\b((?:api[_-]?key|token|secret|password|passwd)\s*[=:]\s*)[^\s,;\"']{4,}"), r"\1***"),
     # Credentials inside a URL (https://user:password@host/...). The look-behinds make every pattern start only
     # where a run of its characters starts, so masking stays linear in the text's length.
-    (re.compile(r"(?<![A-Za-z0-9+.\-])([A-Za-z][A-Za-z0-9+.\-]*://)[^/\s@:]*:[^/\s@]*@"), r"\1***:***@"),
+    # The user part runs to the authority's last "@" (a password may hold one; URL parsers split there too), and a
+    # token alone before the "@" (https://TOKEN@host) is a credential as well.
+    (re.compile(r"(?<![A-Za-z0-9+.\-])([A-Za-z][A-Za-z0-9+.\-]*://)[^/\s@:?#]*:[^/\s?#]*@"), r"\1***:***@"),
+    (re.compile(r"(?<![A-Za-z0-9+.\-])([A-Za-z][A-Za-z0-9+.\-]*://)(?!\*\*\*:\*\*\*@)[^/\s:?#]+@"), r"\1***@"),
     (re.compile(r"(?<![A-Za-z0-9._%+\-])[A-Za-z0-9._%+\-]+@[A-Za-z0-9.\-]+\.[A-Za-z]{2,}"), "***@***"),
 )
 MAX_MASK_DEPTH = 64

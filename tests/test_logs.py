@@ -39,3 +39,20 @@ def test_mask_secrets_keeps_ordinary_text() -> None:
     assert mask_secrets(text) == text
     assert mask_secrets("password: hunter22") == "password: ***"
     assert "0123456789abcdefghijABCD" not in mask_secrets("token ghp_0123456789abcdefghijABCD")
+
+
+def test_a_password_holding_an_at_sign_is_masked_whole() -> None:
+    # URL parsers take the user part up to the authority's last "@": so must the mask, or the rest of it leaks.
+    for url in ("https://user:p@ss@host/v1", "https://u:p@ss@w@rd@host:8080/v1"):
+        masked = mask_secrets(f"model at {url} failed")
+        assert masked.startswith("model at https://***:***@host") and "ss@" not in masked and "rd@" not in masked
+
+
+def test_a_token_alone_in_the_user_part_of_a_url_is_masked() -> None:
+    assert mask_secrets("base https://tok3nvalue@proxy.local/v1 down") == "base https://***@proxy.local/v1 down"
+    assert mask_secrets("clone git+ssh://git@github.com/o/r") == "clone git+ssh://***@github.com/o/r"
+
+
+def test_urls_without_credentials_are_left_alone() -> None:
+    for text in ("https://example.com/x", "http://h/p?x=1@y", "see https://example.com/@user"):
+        assert mask_secrets(text) == text

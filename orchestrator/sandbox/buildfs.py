@@ -19,6 +19,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from orchestrator.errors import PathEscapeError, SandboxError, SandboxErrorCode
+from orchestrator.sandbox.limits import escape_controls, has_controls
 from orchestrator.sandbox.models import BuildFile
 
 if TYPE_CHECKING:
@@ -136,8 +137,9 @@ def member_path(name: str) -> str | None:
 def iter_regular_files(tar: tarfile.TarFile, budget: Budget) -> Iterator[tuple[str, tarfile.TarInfo]]:
     """(path relative to build/, member) for every regular file; links, devices and fifos are skipped.
 
-    A name that is not UTF-8 is dropped (named in ``budget.violations`` with its bytes escaped); a file whose
-    declared size does not fit in what is left of the budget raises :class:`OverLimit` before its data is read.
+    A name that is not UTF-8 or holds control characters is dropped (named in ``budget.violations``, escaped); a
+    file whose declared size does not fit in what is left of the budget raises :class:`OverLimit` before its data
+    is read.
     """
     for member in tar:
         rel = member_path(member.name)
@@ -148,6 +150,10 @@ def iter_regular_files(tar: tarfile.TarFile, budget: Budget) -> Iterator[tuple[s
         except UnicodeEncodeError:
             shown = rel.encode("utf-8", "surrogateescape").decode("ascii", "backslashreplace")
             budget.violations.append(f"disk_limit: dropped build/{shown} (name is not UTF-8)")
+            continue
+        if has_controls(rel):
+            shown = escape_controls(rel)
+            budget.violations.append(f"disk_limit: dropped build/{shown} (name holds control characters)")
             continue
         budget.take(rel, member.size)
         yield rel, member
@@ -250,15 +256,18 @@ def stat_is_regular(path_stat: dict[str, object]) -> bool:
 # Run by ``python3 -I`` (isolated: no skill folder on sys.path, no PYTHON* variables) from ``/`` inside the holder
 # after every script call. A tmpfs counts only the blocks a file really uses, so a sparse file (``truncate -s 1T``)
 # fits under the size limit yet would be copied out at its full apparent size; a name that is not UTF-8 cannot be
-# reported; a folder a script made unreadable would hide its files from this walk (everything in build/ belongs to
-# the sandbox user, so its mode is restored first). Such files are removed and named in the report (escaped), and
+# reported, nor passed on when it holds control characters (a newline or an escape sequence would forge lines on
+# a terminal); a folder a script made unreadable would hide its files from this walk (everything in build/ belongs
+# to the sandbox user, so its mode is restored first). Such files are removed and named in the report (escaped), and
 # when the apparent sizes add up past the limit the files past it are removed too. Hard links count once.
 PRUNE_SCRIPT = r"""
-import json, os, stat, sys
+import json, os, re, stat, sys
 root, limit = sys.argv[1], int(sys.argv[2])
 removed, kept, seen, total = [], [], set(), 0
+CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 def shown(path):
-    return os.fsencode(os.path.relpath(path, root)).decode("utf-8", "backslashreplace")
+    text = os.fsencode(os.path.relpath(path, root)).decode("utf-8", "backslashreplace")
+    return CONTROL.sub(lambda m: "\\x%02x" % ord(m.group()), text)
 def drop(path, why):
     try:
         os.unlink(path)
@@ -285,9 +294,12 @@ for folder, dirs, files in os.walk(root, onerror=unlisted):
         if not stat.S_ISREG(st.st_mode):
             continue
         try:
-            os.fsencode(os.path.relpath(path, root)).decode("utf-8")
+            rel = os.fsencode(os.path.relpath(path, root)).decode("utf-8")
         except UnicodeDecodeError:
             drop(path, "name is not UTF-8")
+            continue
+        if CONTROL.search(rel):
+            drop(path, "name holds control characters")
             continue
         if st.st_size > limit:
             drop(path, "apparent size %d bytes exceeds the %d-byte disk limit" % (st.st_size, limit))

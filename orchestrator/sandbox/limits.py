@@ -45,8 +45,20 @@ LAUNCHER: list[str] = [
 CONTAINER_TIMEOUT_GRACE_S = 2
 MAX_ARGV_WORDS = 256
 MAX_ARGV_BYTES = 128 * 1024
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# C0 controls, DEL, C1 controls (U+009B is a terminal's CSI) and lone surrogates (never a real file name's text).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def has_controls(text: str) -> bool:
+    """True if ``text`` holds control characters (C0, DEL, C1) or lone surrogates: not a name to pass on."""
+    return _CONTROL.search(text) is not None
+
+
+def escape_controls(text: str) -> str:
+    """``text`` with its control characters and lone surrogates written as ``\\xNN`` / ``\\uNNNN`` escapes."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
 
 
 def launcher_header(argv: Sequence[str], timeout_s: float) -> bytes:
@@ -99,6 +111,8 @@ def check_argv(argv: Sequence[str], *, where: str) -> tuple[str, ...]:
         problem = "every command-line argument must be a string"
     elif any("\0" in word for word in words):
         problem = "a command-line argument cannot contain a NUL byte"
+    elif any(_SURROGATE.search(word) for word in words):
+        problem = "a command-line argument cannot contain lone surrogates (it must be UTF-8 text)"
     elif len(words) > MAX_ARGV_WORDS:
         problem = f"{len(words)} command-line arguments (at most {MAX_ARGV_WORDS})"
     elif sum(len(word.encode()) + 1 for word in words) > MAX_ARGV_BYTES:
@@ -118,13 +132,14 @@ def check_timeout(timeout_s: float) -> float:
 
 
 def _refuse(script: str, violation: str, message: str, next_step: str) -> SandboxRefused:
+    shown = escape_controls(script)
     return SandboxRefused(
         message,
-        where=f"tool:run_script:{script}",
+        where=f"tool:run_script:{shown}",
         next_step=next_step,
         retryable=False,
         violation=violation,
-        script=script,
+        script=shown,
     )
 
 
@@ -138,7 +153,7 @@ def resolve_script(
     and a command line that cannot be passed (see :func:`check_argv`). A path under ``build/`` is code the model
     wrote: it runs under the same rules, and the job checks that it exists (``build/`` is not on the host).
     """
-    args = check_argv(argv, where=f"tool:run_script:{script}")
+    args = check_argv(argv, where=f"tool:run_script:{script!r}")
     allowed = {ext.lower() for ext in allowed_extensions}
     if not script or not script.strip():
         raise _refuse(script, "empty_path", "no script path given", "name a script relative to the skill root")
@@ -181,7 +196,14 @@ def resolve_script(
             raise _refuse(script, "not_a_file", f"script {script!r} is a folder", "name a script file under build/")
         return ScriptCommand(script=script, target="/".join(parts), interpreter=interpreter, args=args)
     root = skill_root.resolve()
-    resolved = (root / PurePosixPath(*parts)).resolve()
+    try:
+        resolved = (root / PurePosixPath(*parts)).resolve()
+        exists, is_file = resolved.exists(), resolved.is_file()
+    except (OSError, RuntimeError) as e:  # a name too long for the file system, a symlink loop
+        raise _refuse(
+            script, "bad_path", f"script {script!r} cannot be resolved: {getattr(e, 'strerror', None) or e}",
+            "name a script file of the skill",
+        ) from e
     if not resolved.is_relative_to(root):
         raise _refuse(
             script,
@@ -189,9 +211,9 @@ def resolve_script(
             f"script {script!r} resolves outside the skill root (symlink to {resolved})",
             "run a script that lives inside the skill folder",
         )
-    if not resolved.exists():
+    if not exists:
         raise _refuse(script, "not_found", f"script {script!r} does not exist in the skill", "list the skill's files")
-    if not resolved.is_file():
+    if not is_file:
         raise _refuse(script, "not_a_file", f"script {script!r} is not a regular file", "name a script file")
     target = resolved.relative_to(root).as_posix()
     if _CONTROL.search(target) or "\\" in target:

@@ -94,6 +94,27 @@ def test_a_name_that_is_not_utf8_is_dropped_by_the_host_too(make_skill, open_job
     assert any("\\xff.txt" in v and "not UTF-8" in v for v in job.take_pruned())
 
 
+CONTROL_NAMES = "printf x > build/$'two\\nlines.txt'\nprintf x > build/$'\\e]0;owned\\a.txt'\n" \
+                "mkdir build/$'\\e[2J'\nprintf x > build/$'\\e[2J'/in.txt\nprintf x > build/$'\\xc2\\x9b31m.txt'\n" \
+                "echo y > build/ok.txt\necho '{}'\n"
+
+
+@pytest.mark.parametrize("host_only", [False, True], ids=["both-checks", "host-side-alone"])
+def test_names_holding_control_characters_never_reach_the_host(make_skill, open_job, tmp_path, host_only):
+    # A newline forges a line on a terminal or in a listing; an escape sequence rewrites the screen or the title.
+    job = open_job(make_skill({"w.sh": CONTROL_NAMES}))
+    assert job.run_script("w.sh").ok
+    if host_only:
+        _without_in_container_check(job)
+    assert [f.path for f in job.list_files()] == ["ok.txt"]
+    assert [f.path for f in job.export(tmp_path / "out")] == ["ok.txt"]
+    assert sorted(p.name for p in (tmp_path / "out").rglob("*")) == ["ok.txt"]
+    violations = job.take_pruned()
+    assert any("two\\x0alines.txt" in v and "control characters" in v for v in violations), violations
+    assert any("\\x1b]0;owned\\x07.txt" in v for v in violations) and any("\\x9b31m.txt" in v for v in violations)
+    assert not any(ch in v for v in violations for ch in "\n\x1b\x07\x9b")
+
+
 def test_declared_sizes_are_checked_before_any_data_is_read():
     import io
     import tarfile

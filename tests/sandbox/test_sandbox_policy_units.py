@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from orchestrator.config import LimitProfile, SandboxSettings
-from orchestrator.errors import SandboxRefused
+from orchestrator.errors import PathEscapeError, SandboxRefused
 from orchestrator.sandbox.commands import resolve_command
+from orchestrator.sandbox.limits import check_argv, resolve_script, safe_build_path
 from orchestrator.sandbox.profiles import apply_operations, call_timeout, lift_hint
 
 ALLOWED = ("python3", "soffice", "pdftoppm")
@@ -79,3 +80,42 @@ def test_the_hint_names_the_argument_then_the_declaration_that_lifts_a_limit():
     assert "memory_mb 2048" in lift_hint(settings, "memory")
     heavy = apply_operations(settings, ["browser-automation"])
     assert "no declaration raises" in lift_hint(heavy, "memory")
+
+
+# -- hostile script paths and arguments are refusals the model can read, never a crash ------------------------------
+
+
+@pytest.mark.parametrize(
+    ("script", "violation"),
+    [
+        ("scripts/\ud800.py", "bad_path"),  # a lone surrogate (a model can send one as "\ud800" in JSON)
+        ("build/\udcff.py", "bad_path"),
+        ("scripts/\x9b31m.py", "bad_path"),  # C1 CSI: a terminal escape of its own
+        ("scripts/" + "a" * 300 + ".py", "bad_path"),  # longer than a file name may be
+        ("scripts/" + "a/" * 3000 + "x.py", "bad_path"),  # longer than a path may be
+        ("scripts/loop.py", "bad_path"),  # a symlink to itself
+        ("scripts/ping.py", "bad_path"),  # two symlinks pointing at each other
+    ],
+)
+def test_a_script_path_that_cannot_name_a_file_is_refused_not_a_crash(tmp_path, script, violation):
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    (scripts / "loop.py").symlink_to("loop.py")
+    (scripts / "ping.py").symlink_to("pong.py")
+    (scripts / "pong.py").symlink_to("ping.py")
+    with pytest.raises(SandboxRefused) as caught:
+        resolve_script(tmp_path, script, [".py"])
+    assert caught.value.violation == violation
+    assert str(caught.value).encode("utf-8") and caught.value.data["script"].encode("utf-8")  # reportable text
+
+
+def test_a_command_line_word_with_a_lone_surrogate_is_refused():
+    with pytest.raises(SandboxRefused) as caught:
+        check_argv(["ok", "bad\udc80"], where="tool:run_script")
+    assert caught.value.violation == "bad_argv"
+
+
+@pytest.mark.parametrize("rel", ["a\ud800.txt", "\x9bx.txt", "a/\x85b.txt"])
+def test_a_build_path_with_surrogates_or_c1_controls_is_refused(rel):
+    with pytest.raises(PathEscapeError):
+        safe_build_path(rel)
