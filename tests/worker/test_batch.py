@@ -155,6 +155,7 @@ def test_spans_are_exported_over_otlp_when_the_standard_variables_are_set(cluste
         assert done.returncode == 0, done.stderr
         trace_id = bytes.fromhex(cluster.job("exported")["trace_id"])
         wait_for(lambda: any(b"/v1/traces " in r and trace_id in r and b"goal" in r for r in received), 30, "spans")
+        assert any(trace_id in r and b"orch.tool" in r and b"read_ref" in r for r in received)  # the tool spans too
     finally:
         server.shutdown()
 
