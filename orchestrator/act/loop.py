@@ -63,7 +63,7 @@ def _turn(run: Run) -> StepResult:
     result: StepResult = Continue()
     for index, call in enumerate(response.tool_calls):  # apply + record
         if not isinstance(result, Continue) or run.budget.tool_calls >= run.ctx.deps.request.budgets.max_tool_calls:
-            run.messages.append(tool_message(call, json.dumps({"ok": False, "error": render_prompt("notes/not_run")})))
+            run.messages.append(tool_message(call, json.dumps({"ok": False, "error": render_prompt("errors/not_run")})))
             continue
         result = _call(run, call, usage if index == 0 else None)
     attach_images(run)
@@ -98,7 +98,7 @@ def _apply(run: Run, call: ToolCall, usage: tuple[Usage, int] | None) -> StepRes
     """Apply one tool call and act on its effect; its record is built in ``finally``, whatever happened."""
     started = time.monotonic()
     prepared: PreparedCall | None = None
-    outcome = ToolOutcome(ok=False, error="not run")
+    outcome = ToolOutcome(ok=False, error=render_prompt("errors/not_run"))  # until the tool answers
     report: ValidationReport | None = None
     answered = False
     try:

@@ -237,13 +237,14 @@ def _answer_tools(
     answers = []
     for call in response.tool_calls:
         if call.name != "search_skills" or search is None:
-            error = render_prompt("notes/plan_unknown_tool", name=repr(call.name))
+            error = render_prompt("errors/plan_unknown_tool", name=repr(call.name))
             result: dict[str, Any] = {"ok": False, "error": error}
         else:
             try:
                 args = SearchSkillsArgs.model_validate_json(call.arguments)
             except ValidationError as e:
-                result = {"ok": False, "error": f"bad arguments: {e.errors()[0]['msg']}"}
+                problem = e.errors()[0]["msg"]
+                result = {"ok": False, "error": render_prompt("errors/plan_bad_arguments", problem=problem)}
             else:
                 found = search(args.query)
                 outcome.searches.append(args.query)

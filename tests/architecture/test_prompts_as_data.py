@@ -20,8 +20,8 @@ from orchestrator.workflow.plan import SEARCH_SKILLS
 PACKAGE = Path(orchestrator.__file__).parent
 PROMPTS = PACKAGE / "prompts"
 LOADER = PROMPTS / "__init__.py"
-MODEL_TEXT_KEYS = {"note", "hint", "retry", "earlier_result"}  # tool-result fields written for the model
-"""Keys of tool-result data whose values are advice for the model (the facts around them are data)."""
+MODEL_TEXT_KEYS = {"note", "hint", "retry", "earlier_result", "error"}
+"""Keys of tool-result data whose values the model reads as text (notes, hints, errors)."""
 
 
 def _prompt_names() -> set[str]:
@@ -80,6 +80,8 @@ def _model_text_written_in(path: Path, tree: ast.AST) -> list[str]:
                     found.append(f"{_where(path, kw.value)}: {kw.arg}=<literal>")
             if name == "tool" and any(_is_text(a) for a in node.args):
                 found.append(f"{_where(path, node)}: @tool(<literal description>)")
+            if name in ("fail", "violation") and node.args and _is_text(node.args[0]):
+                found.append(f"{_where(path, node)}: {name}(<literal error the model reads>)")
         if isinstance(node, ast.Dict):
             for key, value in zip(node.keys, node.values, strict=True):
                 if isinstance(key, ast.Constant) and key.value in MODEL_TEXT_KEYS and _is_text(value):
@@ -111,11 +113,12 @@ def test_the_text_check_can_fail():
         'data = {"note": "call read_ref next"}\n'
         'data["hint"] = "write less"\n'
         'fail("full", hint="write less")\n'
+        'fail(f"cannot read {path}")\n'
         '@tool("Read a file.")\ndef read(ctx, args): ...\n'
         'class A(ToolArgs):\n    path: str = Field(description="a path")\n'
         'class Settings(BaseModel):\n    path: str = Field(description="not for the model")\n'
     )
-    assert len(_model_text_written_in(PACKAGE / "bad.py", bad)) == 6
+    assert len(_model_text_written_in(PACKAGE / "bad.py", bad)) == 8
 
 
 def test_the_prompts_loader_is_the_only_reader_of_the_prompt_files():

@@ -67,6 +67,7 @@ from orchestrator.act.tools.viewing import view_image
 from orchestrator.errors import OrchestratorError, SandboxError, SandboxRefused
 from orchestrator.llm.interface import ToolSpec
 from orchestrator.logs import get_logger
+from orchestrator.prompts import render_prompt
 
 __all__ = [
     "TOOLS",
@@ -125,11 +126,12 @@ class ToolSet:
         it will see; a ``SandboxError`` (the engine, not the model) propagates."""
         tool = self.get(name)
         if tool is None:
-            return None, fail(f"unknown tool {name!r}; available: {', '.join(self.names())}")
+            available = ", ".join(self.names())
+            return None, fail(render_prompt("errors/unknown_tool", name=repr(name), available=available))
         try:
             prepared = tool.prepare(arguments)
         except (json.JSONDecodeError, ValidationError) as e:
-            return None, fail(f"bad arguments for {name}: {e}")
+            return None, fail(render_prompt("errors/bad_arguments_for", name=name, error=e))
         try:
             return prepared, prepared.run(ctx)
         except SandboxRefused as e:
@@ -137,10 +139,11 @@ class ToolSet:
         except SandboxError:
             raise
         except (OrchestratorError, ValueError, OSError) as e:
-            return prepared, fail(f"{name} failed: {e}")
+            return prepared, fail(render_prompt("errors/failed", name=name, error=e))
         except Exception as e:  # a bug of ours must not cost the run: the model and the evidence see it
             _log.exception("act.tool_crashed", tool=name)
-            return prepared, fail(f"{name} failed unexpectedly: {type(e).__name__}: {e}")
+            error = render_prompt("errors/failed_unexpectedly", name=name, error_type=type(e).__name__, error=e)
+            return prepared, fail(error)
 
 
 TOOLS = ToolSet(

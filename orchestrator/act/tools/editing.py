@@ -15,7 +15,7 @@ from orchestrator.act.tools.producing import store_in_build
 from orchestrator.act.tools.reading import input_path
 from orchestrator.act.workspace import clean_build_path
 from orchestrator.errors import PathEscapeError, SandboxError, SkillError
-from orchestrator.prompts import tool_text
+from orchestrator.prompts import render_prompt, tool_text
 
 EDIT_MAX_BYTES = 10 * 1024 * 1024
 COPY_MAX_BYTES = 50 * 1024 * 1024
@@ -32,8 +32,7 @@ class EditFileArgs(ToolArgs):
 def edit_file(ctx: ActContext, args: EditFileArgs) -> ToolOutcome:
     if not args.path.strip().replace("\\", "/").startswith("build/"):
         return fail(
-            f"edit_file changes files under build/ only, not {args.path!r}; to change a copy of a skill file or an "
-            "input, copy_file it into build/ first",
+            render_prompt("errors/edit_file_changes_files_under", path=repr(args.path)),
         )
     try:
         rel = clean_build_path(args.path)
@@ -42,17 +41,17 @@ def edit_file(ctx: ActContext, args: EditFileArgs) -> ToolOutcome:
     except ValueError as e:
         return fail(str(e))
     if not args.old:
-        return fail("old is empty: give the exact text to replace (it must occur exactly once)")
+        return fail(render_prompt("errors/old_empty_give_exact"))
     try:
         data = ctx.deps.build.read_file(rel, max_bytes=EDIT_MAX_BYTES + 1)
     except (FileNotFoundError, SandboxError) as e:
-        return fail(f"cannot edit build/{rel}: {e}")
+        return fail(render_prompt("errors/cannot_edit_build", rel=rel, error=e))
     if len(data) > EDIT_MAX_BYTES:
-        return fail(f"build/{rel} is over {EDIT_MAX_BYTES} bytes; edit_file works on smaller text files")
+        return fail(render_prompt("errors/build_over_bytes_edit_file", rel=rel, edit_max_bytes=EDIT_MAX_BYTES))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return fail(f"build/{rel} is not UTF-8 text; edit_file changes text files (unpack Office files first)")
+        return fail(render_prompt("errors/build_not_utf_8", rel=rel))
     count = text.count(args.old)
     if count != 1:
         return fail(_match_error(rel, text, args.old, count), matches=count)
@@ -104,20 +103,19 @@ def copy_file(ctx: ActContext, args: CopyFileArgs) -> ToolOutcome:
     except ValueError as e:
         return fail(str(e))
     if src.startswith("build/"):
-        return fail("copy_file copies a goal input or a skill file into build/; build/ files are already there")
+        return fail(render_prompt("errors/copy_file_copies_goal_input"))
     if not src.startswith("inputs/") and is_script(ctx, src):
         return fail(
-            f"refused: {src} is a skill script; scripts are never copied (their source is not shown). "
-            f"Run it where it is: run_script {{\"path\": \"{src}\"}}"
+            render_prompt("errors/refused_skill_script_scripts", src=src)
         )
     try:
         data = _read_source(ctx, src)
     except PathEscapeError as e:
         return violation(str(e), f"copy from outside the skill and inputs: {src}")
     except (SkillError, OSError) as e:
-        return fail(f"cannot copy {src}: {getattr(e, 'message', None) or e}")
+        return fail(render_prompt("errors/cannot_copy", src=src, detail=getattr(e, 'message', None) or e))
     if data is None:
-        return fail(f"cannot copy {src}: it is over {COPY_MAX_BYTES} bytes")
+        return fail(render_prompt("errors/cannot_copy_it_over", src=src, copy_max_bytes=COPY_MAX_BYTES))
     stored = store_in_build(ctx, rel, data, full_hint="notes/build_full_copy")
     if isinstance(stored, ToolOutcome):
         return stored

@@ -92,7 +92,7 @@ class WriteArtifactArgs(ToolArgs):
 @tool()
 def write_artifact(ctx: ActContext, args: WriteArtifactArgs) -> ToolOutcome:
     if (args.text is None) == (args.base64 is None):
-        return fail("give exactly one of text or base64")
+        return fail(render_prompt("errors/give_exactly_one_text"))
     try:
         rel = clean_build_path(args.path)
     except PathEscapeError as e:
@@ -104,7 +104,7 @@ def write_artifact(ctx: ActContext, args: WriteArtifactArgs) -> ToolOutcome:
             args.text.encode("utf-8") if args.text is not None else base64.b64decode(args.base64 or "", validate=True)
         )
     except binascii.Error as e:
-        return fail(f"base64 is not valid: {e}")
+        return fail(render_prompt("errors/base64_not_valid", error=e))
     stored = store_in_build(ctx, rel, data, full_hint="notes/build_full_write")
     if isinstance(stored, ToolOutcome):
         return stored
@@ -131,7 +131,7 @@ class TemplateExpandArgs(ToolArgs):
 @tool()
 def template_expand(ctx: ActContext, args: TemplateExpandArgs) -> ToolOutcome:
     if is_script(ctx, args.template_path):
-        return fail(f"refused: {args.template_path} is a script; scripts are run with run_script, never expanded")
+        return fail(render_prompt("errors/refused_script_scripts_are", template_path=args.template_path))
     try:
         if args.template_path.startswith("build/"):
             source = ctx.deps.build.read_file(args.template_path).decode("utf-8")
@@ -140,15 +140,15 @@ def template_expand(ctx: ActContext, args: TemplateExpandArgs) -> ToolOutcome:
     except PathEscapeError as e:
         return violation(str(e), f"path escape: {args.template_path}")
     except (SkillError, FileNotFoundError, SandboxError, UnicodeDecodeError) as e:
-        return fail(f"cannot read template {args.template_path}: {e}")
+        return fail(render_prompt("errors/cannot_read_template", template_path=args.template_path, error=e))
     left_s = ctx.state.deadline - time.monotonic()
     if left_s <= 0.05:
-        return fail("not rendered: the Act's time budget is used up")
+        return fail(render_prompt("errors/not_rendered_act_s"))
     try:
         rendered = render_bounded(source, args.data, timeout_s=min(RENDER_TIMEOUT_S, left_s))
     except Bounded as e:  # a bound hit, or the template's own error (SecurityError, TypeError, ...)
         why = e.detail if e.bound is Bound.ERROR else e.message
-        return fail(f"template {args.template_path} failed: {why}")
+        return fail(render_prompt("errors/template_failed", template_path=args.template_path, why=why))
     if args.output_path is None:
         shown, cut = cut_to_tokens(rendered, ctx.deps.settings.disclosure.l3_max_tokens)
         return ToolOutcome(ok=True, data={"text": shown, "cut_tokens": cut})
@@ -186,7 +186,7 @@ def validate(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
             else ContractRules.from_mapping(args.rules, source="validate(rules=...)", schema_base=ctx.deps.skill_root)
         )
     except ValidationRulesError as e:
-        return fail(f"rules are malformed: {e}")
+        return fail(render_prompt("errors/rules_are_malformed", error=e))
     with tempfile.TemporaryDirectory(prefix="orch-validate-") as tmp:
         ctx.deps.build.export(Path(tmp))
         try:
@@ -194,7 +194,7 @@ def validate(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
                 Path(tmp), ExpectedOutputs(rules=rules), model=None, qa_mode="off", schema_base=ctx.deps.skill_root
             )
         except ValidationRulesError as e:
-            return fail(f"rules are malformed: {e}")
+            return fail(render_prompt("errors/rules_are_malformed", error=e))
     data = report.model_dump(by_alias=True, include={"pass_", "stage", "missing", "violations", "metrics"})
     return ToolOutcome(ok=report.pass_, data=data, error=None if report.pass_ else "contract check failed")
 
@@ -207,7 +207,7 @@ def _validate_schema(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
             schema = json.loads(ctx.deps.library.read_text(ctx.deps.request.skill_id, schema)[0])
         if args.path is not None:
             if is_script(ctx, args.path):
-                return fail(f"refused: {args.path} is a script; validate its output instead")
+                return fail(render_prompt("errors/refused_script_validate_its", path=args.path))
             if args.path.startswith("build/"):
                 raw = ctx.deps.build.read_file(args.path)
             elif args.path.startswith("inputs/"):
@@ -217,17 +217,17 @@ def _validate_schema(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
     except PathEscapeError as e:
         return violation(str(e), "path escape in validate")
     except Exception as e:  # noqa: BLE001 - unreadable file, bad schema file: all fixable by the model
-        return fail(f"cannot validate: {type(e).__name__}: {e}")
+        return fail(render_prompt("errors/cannot_validate", error_type=type(e).__name__, error=e))
     left_s = ctx.state.deadline - time.monotonic()
     if left_s <= 0.05:
-        return fail("not checked: the Act's time budget is used up")
+        return fail(render_prompt("errors/not_checked_act_s"))
     yaml_text = bool(args.path and args.path.endswith((".yaml", ".yml")))
     try:
         violations = schema_violations_bounded(
             raw, yaml_text, args.object if raw is None else None, schema, timeout_s=min(CHECK_TIMEOUT_S, left_s)
         )
     except Bounded as e:  # bad JSON/YAML, a bad schema, or a bound hit: all reported to the model
-        return fail(f"cannot validate: {e.detail if e.bound is Bound.ERROR else e.message}")
+        return fail(render_prompt("errors/cannot_validate_2", detail=e.detail if e.bound is Bound.ERROR else e.message))
     return ToolOutcome(
         ok=not violations,
         data={"violations": violations},
@@ -244,7 +244,7 @@ class BlackboardPutArgs(ToolArgs):
 def blackboard_put(ctx: ActContext, args: BlackboardPutArgs) -> ToolOutcome:
     size = len(json.dumps(args.value, default=str))
     if size > MAX_VALUE_BYTES:
-        return fail(f"value is {size} bytes; the blackboard keeps at most {MAX_VALUE_BYTES} (write a file instead)")
+        return fail(render_prompt("errors/value_bytes_blackboard_keeps", size=size, max_value_bytes=MAX_VALUE_BYTES))
     ctx.deps.blackboard.put(args.key, args.value)
     return ToolOutcome(ok=True, data={"key": args.key, "keys": ctx.deps.blackboard.keys()})
 
@@ -257,7 +257,7 @@ class BlackboardGetArgs(ToolArgs):
 def blackboard_get(ctx: ActContext, args: BlackboardGetArgs) -> ToolOutcome:
     found, value = ctx.deps.blackboard.get(args.key)
     if not found:
-        return fail(f"no blackboard entry {args.key!r}", keys=ctx.deps.blackboard.keys())
+        return fail(render_prompt("errors/no_blackboard_entry", key=repr(args.key)), keys=ctx.deps.blackboard.keys())
     return ToolOutcome(ok=True, data={"key": args.key, "value": value})
 
 

@@ -54,7 +54,7 @@ def _send_text(
             text, offset=window.offset, limit_chars=window.limit, max_tokens=ctx.deps.settings.disclosure.l3_max_tokens
         )
     except ValueError as e:
-        return fail(f"cannot read {path}: {e}", total_chars=len(text))
+        return fail(render_prompt("errors/cannot_read", path=path, error=e), total_chars=len(text))
     whole = page.offset == 0 and page.next_offset is None
     key = sha if whole else f"{sha}@{page.offset}:{page.end}"
     if key in ctx.state.sent:
@@ -137,11 +137,11 @@ def _read_skill_file(ctx: ActContext, rel_path: str, *, full: bool, window: _Win
         return violation(str(e), f"path escape: {rel_path}")
     except (SkillError, FileNotFoundError) as e:
         if ctx.deps.library.resolve(ctx.deps.request.skill_id, rel_path).exists():  # binary, a folder, unreadable
-            return fail(f"cannot read {rel_path}: {e}")
+            return fail(render_prompt("errors/cannot_read_2", rel_path=rel_path, error=e))
         if rel_path not in ctx.state.missing_refs:
             ctx.state.missing_refs.append(rel_path)
         return fail(
-            f"cannot read {rel_path}: it does not exist in the skill",
+            render_prompt("errors/cannot_read_it_does", rel_path=rel_path),
             missing=rel_path,
             hint=render_prompt("notes/missing_reference"),
         )
@@ -243,10 +243,10 @@ def read_file(ctx: ActContext, args: ReadFileArgs) -> ToolOutcome:
     except PathEscapeError as e:
         return violation(str(e), f"path escape: {path}")
     except (FileNotFoundError, IsADirectoryError, SandboxError) as e:
-        return fail(f"cannot read {path}: {e}")
+        return fail(render_prompt("errors/cannot_read", path=path, error=e))
     sha = hashlib.sha256(data).hexdigest()
     if (script := skill_script_hashes(ctx).get(hashlib.sha256(data[:READ_MAX_BYTES]).hexdigest())) is not None:
-        return fail(f"{path} is a copy of the skill script {script}; script source is never shown (run it instead)")
+        return fail(render_prompt("errors/copy_skill_script_script", path=path, script=script))
     cut = len(data) > READ_MAX_BYTES
     text = _utf8(data[:READ_MAX_BYTES], cut=cut)
     if text is None:
@@ -297,7 +297,7 @@ class SummarizeArgs(ToolArgs):
 @tool()
 def summarize(ctx: ActContext, args: SummarizeArgs) -> ToolOutcome:
     if (args.text is None) == (args.path is None):
-        return fail("give exactly one of text or path")
+        return fail(render_prompt("errors/give_exactly_one_text_2"))
     text = args.text
     if args.path is not None:
         if is_script(ctx, args.path):
@@ -320,12 +320,12 @@ def _load_text(ctx: ActContext, path: str) -> str | ToolOutcome:
         if path.startswith("inputs/"):
             return input_path(ctx, path).read_text(encoding="utf-8", errors="replace")
         if is_script(ctx, path):
-            return fail("script source is never shown; compare outputs instead")
+            return fail(render_prompt("errors/script_source_never_shown"))
         return ctx.deps.library.read_text(ctx.deps.request.skill_id, path)[0]
     except PathEscapeError as e:
         return violation(str(e), f"path escape: {path}")
     except (SkillError, FileNotFoundError, IsADirectoryError, SandboxError) as e:
-        return fail(f"cannot read {path}: {e}")
+        return fail(render_prompt("errors/cannot_read", path=path, error=e))
 
 
 class DiffArgs(ToolArgs):

@@ -49,7 +49,7 @@ def run_script(ctx: ActContext, args: RunScriptArgs) -> ToolOutcome:
     rel = args.path.strip().replace("\\", "/").removeprefix("./")
     if not is_script(ctx, rel):
         allowed = ", ".join(ctx.deps.settings.sandbox.allowed_extensions)
-        return fail(f"refused: {rel} does not have an allowed extension ({allowed})")
+        return fail(render_prompt("errors/refused_does_not_have", rel=rel, allowed=allowed))
     loaded = _script_source(ctx, rel)
     if isinstance(loaded, ToolOutcome):
         return loaded
@@ -108,7 +108,7 @@ def _script_source(ctx: ActContext, rel: str) -> tuple[str, bytes, bool] | ToolO
         try:
             return f"build/{inner}", ctx.deps.build.read_file(inner), True
         except (FileNotFoundError, SandboxError) as e:
-            return fail(f"no such file: build/{inner} ({e}); write your code with write_artifact first")
+            return fail(render_prompt("errors/no_such_file_build", inner=inner, error=e))
     try:
         path = ctx.deps.library.resolve(ctx.deps.request.skill_id, rel)
         # the sandbox tells case apart: run the file as it is spelled on disk (SCRIPTS/x.py finds scripts/x.py)
@@ -116,7 +116,7 @@ def _script_source(ctx: ActContext, rel: str) -> tuple[str, bytes, bool] | ToolO
     except PathEscapeError as e:
         return violation(str(e), f"script outside the skill root: {rel}")
     except (SkillError, FileNotFoundError, IsADirectoryError) as e:
-        return fail(f"no such script in the skill: {rel} ({e})")
+        return fail(render_prompt("errors/no_such_script_skill", rel=rel, error=e))
 
 
 class RunCommandArgs(ToolArgs):
@@ -134,8 +134,7 @@ def run_command(ctx: ActContext, args: RunCommandArgs) -> ToolOutcome:
     program = args.argv[0]
     if program not in allowed:  # refused here, before any container (the job checks again)
         return fail(
-            f"refused: {program!r} is not an allowed program (allowed: {', '.join(allowed)}). Nothing is installed "
-            "at run time (no npm/pip install, no network): the sandbox image already has the libraries",
+            render_prompt("errors/refused_not_an_allowed", program=repr(program), detail=', '.join(allowed)),
             allowed=allowed,
         )
     build_state = [(f.path, f.sha256) for f in ctx.deps.build.list_files()]
@@ -146,7 +145,7 @@ def run_command(ctx: ActContext, args: RunCommandArgs) -> ToolOutcome:
     try:
         result = ctx.deps.build.run_command(args.argv, timeout_s=timeout_s)
     except SandboxRefused as e:
-        return fail(f"refused: {e.message}")
+        return fail(render_prompt("errors/refused", message=e.message))
     call = _finish_call(ctx, result, dict(build_state), hide=None)
     data: dict[str, Any] = {"command": shlex.join(args.argv), **call.data}
     ok = result.exit_code == 0 and not result.timed_out and not result.oom_killed and not result.violations

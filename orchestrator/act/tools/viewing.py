@@ -34,13 +34,13 @@ def view_image(ctx: ActContext, args: ViewImageArgs) -> ToolOutcome:
         return fail(str(e))
     disclosure = ctx.deps.settings.disclosure
     if ctx.state.images_viewed >= disclosure.images_max:
-        return fail(f"{disclosure.images_max} images were already shown in this step; no more are sent")
+        return fail(render_prompt("errors/images_were_already_shown", images_max=disclosure.images_max))
     limits = ImageLimits(max_bytes=disclosure.image_max_bytes, max_side_px=disclosure.image_max_side_px)
     try:
         data = ctx.deps.build.read_file(rel, max_bytes=limits.max_bytes + 1)
         image = check_image(f"build/{rel}", data, limits)
     except (FileNotFoundError, SandboxError) as e:
-        return fail(f"cannot view build/{rel}: {e}")
+        return fail(render_prompt("errors/cannot_view_build", rel=rel, error=e))
     except ImageRefused as e:
         return fail(str(e))
     ctx.state.images_viewed += 1
