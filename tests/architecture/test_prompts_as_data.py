@@ -20,7 +20,7 @@ from orchestrator.workflow.plan import SEARCH_SKILLS
 PACKAGE = Path(orchestrator.__file__).parent
 PROMPTS = PACKAGE / "prompts"
 LOADER = PROMPTS / "__init__.py"
-MODEL_TEXT_KEYS = {"note", "hint", "retry", "earlier_result", "error"}
+MODEL_TEXT_KEYS = {"note", "hint", "retry", "earlier_result", "error", "memo", "stdout_cut"}
 """Keys of tool-result data whose values the model reads as text (notes, hints, errors)."""
 
 

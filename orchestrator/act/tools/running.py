@@ -60,7 +60,7 @@ def run_script(ctx: ActContext, args: RunScriptArgs) -> ToolOutcome:
         return fail(render_prompt("notes/retry_used", script=rel))
     build_state = [(f.path, f.sha256) for f in ctx.deps.build.list_files()]
     key = canonical_digest("run_script", rel, source_sha, args.args, args.argv, build_state, _inputs_state(ctx))
-    if (remembered := _remembered(ctx, key, "script, args and inputs")) is not None:
+    if (remembered := _remembered(ctx, key, command=False)) is not None:
         return remembered
     replay = ctx.deps.prior.attempts.get(key)
     if replay is not None and ctx.deps.store is not None and (outcome := _replay(ctx, key, replay)) is not None:
@@ -139,7 +139,7 @@ def run_command(ctx: ActContext, args: RunCommandArgs) -> ToolOutcome:
         )
     build_state = [(f.path, f.sha256) for f in ctx.deps.build.list_files()]
     key = canonical_digest("run_command", args.argv, build_state, _inputs_state(ctx))
-    if (remembered := _remembered(ctx, key, "command and inputs")) is not None:
+    if (remembered := _remembered(ctx, key, command=True)) is not None:
         return remembered
     timeout_s = args.timeout_s or ctx.deps.request.budgets.script_timeout_s
     try:
@@ -193,7 +193,8 @@ def _finish_call(ctx: ActContext, result: ScriptResult, before: dict[str, str], 
     if result.stdout_json is None and result.stdout_text:
         data["stdout_text"] = _scrub(ctx, result.stdout_text[:STDOUT_SHOWN_CHARS], hide)
         if len(result.stdout_text) > STDOUT_SHOWN_CHARS:
-            data["stdout_cut"] = f"first {STDOUT_SHOWN_CHARS} of {len(result.stdout_text)} characters shown"
+            shown, total = STDOUT_SHOWN_CHARS, len(result.stdout_text)
+            data["stdout_cut"] = render_prompt("notes/stdout_cut", shown=shown, total=total)
     record = result.command_record()
     container = {
         "container": result.container,
@@ -233,7 +234,7 @@ def skill_script_text(ctx: ActContext) -> str:
     return ctx.state.script_source
 
 
-def _remembered(ctx: ActContext, key: str, what: str) -> ToolOutcome | None:
+def _remembered(ctx: ActContext, key: str, *, command: bool) -> ToolOutcome | None:
     remembered = ctx.state.memo.get(key)
     if remembered is None:
         return None
@@ -241,7 +242,10 @@ def _remembered(ctx: ActContext, key: str, what: str) -> ToolOutcome | None:
         ok=remembered.ok,
         error=remembered.reason,
         memo_hit=True,
-        data={**remembered.content, "memo": f"same {what} as step {remembered.step}: result repeated, not run again"},
+        data={
+            **remembered.content,
+            "memo": render_prompt("notes/memo_repeated", command=command, step=remembered.step),
+        },
     )
 
 
@@ -283,7 +287,7 @@ def _replay(ctx: ActContext, key: str, replay: ScriptReplay) -> ToolOutcome | No
         _, did_change = record_write(ctx, path, written.sha256, written.size)
         if did_change:
             changed.append(path)
-    data = {**replay.result, "memo": "identical run found from an earlier run: its files were restored"}
+    data = {**replay.result, "memo": render_prompt("notes/memo_restored")}
     ctx.state.memo.put(key, MemoEntry(step=ctx.state.step, tool="run_script", ok=True, content=data))
     ctx.state.stdout_results.append(replay.result.get("stdout_json"))
     return ToolOutcome(ok=True, data=data, changed_files=tuple(changed), memo_hit=True)
