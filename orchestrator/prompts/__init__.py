@@ -3,8 +3,13 @@
 Each text is ``orchestrator/prompts/<name>.md`` (``name`` may name a sub-folder: ``tools/read_file``). This module
 is the only reader of these files. :func:`load_prompt` gives a text as it is; :func:`render_prompt` fills it as a
 Jinja2 template in a sandboxed environment (``{{ field }}``, ``{% if %}`` for optional lines; a missing field is an
-error, never an empty string). Tool descriptions (``tools/<tool>.md``) and argument descriptions
-(``tools/<tool>.<field>.md``, or ``tools/args.<field>.md`` when tools share one) are read with :func:`tool_text`.
+error, never an empty string; values are never rendered as templates themselves). Rendering adds and removes
+nothing around the text: a separator the caller needs (a leading newline) stays in the caller.
+
+The folders: ``tools/`` holds tool descriptions (``tools/<tool>.md``) and argument descriptions
+(``tools/<tool>.<field>.md``, or ``tools/args.<field>.md`` when tools share one), read with :func:`tool_text`;
+``notes/`` the notes, hints and cut markers inside tool results; ``errors/`` the errors tools answer with;
+``reflect/`` the feedback a re-plan or a retry gets. The rest are the system prompts and requests.
 """
 
 from __future__ import annotations
