@@ -78,8 +78,8 @@ def tool_message(call: ToolCall, content: str) -> Message:
 def repeated_read(run: Run, path: str) -> StepResult:
     """A re-read of a document on a reference cycle the skills library reported; the third one ends the Act."""
     path = path.strip().removeprefix("./")
-    cycles = [p.message for p in run.ctx.deps.skill.problems if p.code == "reference_cycle"]
-    if not path or not any(path in message for message in cycles):
+    cycles = [p for p in run.ctx.deps.skill.problems if p.code == "reference_cycle" and p.cycle]
+    if not path or not any(path in (p.cycle or ()) for p in cycles):
         return Continue()
     run.repeat_reads += 1
     if run.repeat_reads < CYCLE_REPEATS:
@@ -87,7 +87,7 @@ def repeated_read(run: Run, path: str) -> StepResult:
     return Stopped(
         Exit(
             "reference_cycle",
-            f"the model went round a reference cycle {run.repeat_reads} times ({'; '.join(cycles)})",
+            f"the model went round a reference cycle {run.repeat_reads} times ({'; '.join(p.message for p in cycles)})",
             "break the cycle in the skill's documents, or tell the model which document ends the chain",
         )
     )

@@ -81,6 +81,8 @@ class Problem(_Model):
     path: str | None = None
     line: int | None = None
     field: str | None = None
+    cycle: tuple[str, ...] | None = None
+    """For ``reference_cycle``: the documents on the cycle, in order (the first is repeated last)."""
 
 
 class Reference(_Model):

@@ -256,8 +256,10 @@ class _Context:
             self.located[key] = locate(self.root, path, base)
         return self.located[key]
 
-    def problem(self, code: str, message: str, severity: Severity, source: str, line: int | None) -> None:
-        self.problems.append(Problem(code=code, message=message, severity=severity, path=source, line=line))
+    def problem(
+        self, code: str, message: str, severity: Severity, source: str, line: int | None, **extra: Any
+    ) -> None:
+        self.problems.append(Problem(code=code, message=message, severity=severity, path=source, line=line, **extra))
 
     def add(self, ref: Reference, key: str) -> bool:
         if key in self.keys:
@@ -495,7 +497,9 @@ def resolve_references(
             visited.add(target)
             queue.append((target, depth + 1))
     for cycle in _cycles(graph, source):
-        ctx.problem("reference_cycle", "reference cycle: " + " -> ".join(cycle), "warning", cycle[-2], None)
+        ctx.problem(
+            "reference_cycle", "reference cycle: " + " -> ".join(cycle), "warning", cycle[-2], None, cycle=tuple(cycle)
+        )
     return ctx.references, ctx.problems
 
 

@@ -282,6 +282,7 @@ def test_a_link_cycle_between_documents_terminates_and_is_reported_once(make_ski
     assert [(r.path, r.source) for r in skill.references] == [("a.md", "SKILL.md"), ("b.md", "a.md")]
     (cycle,) = [p for p in skill.problems if p.code == "reference_cycle"]
     assert cycle.severity == "warning" and cycle.message == "reference cycle: a.md -> b.md -> a.md"
+    assert cycle.cycle == ("a.md", "b.md", "a.md")  # the documents as data: nobody parses the message
 
 
 def test_a_cycle_back_to_skill_md_and_a_diamond_are_told_apart(make_skill, skills_root):
