@@ -75,11 +75,19 @@ app.command("scripted-llm", help="Serve a scripted scenario as an OpenAI-compati
 )
 
 
-def _exit_on_sigterm(signum: int, _frame: object) -> None:
-    # SystemExit unwinds the stack, so every sandbox job's context manager removes its containers and volumes.
+def _stop(signum: int, _frame: object) -> None:
+    # The first stop unwinds the stack: every sandbox job's context manager removes its containers and volumes and
+    # the evidence is written. A second Ctrl-C or SIGTERM must not cut that clean-up short (it would leave the
+    # job's containers running), so from here on both are ignored; SIGKILL still ends the process.
+    for name in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(name, signal.SIG_IGN)
+    if signum == signal.SIGINT:
+        raise KeyboardInterrupt
     raise SystemExit(128 + signum)
 
 
 def main() -> None:
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    signal.signal(signal.SIGTERM, _stop)
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # a background job started with Ctrl-C ignored
+        signal.signal(signal.SIGINT, _stop)
     app()

@@ -278,6 +278,37 @@ def test_a_stopped_run_writes_its_evidence_and_says_what_was_kept(cli_env, tmp_p
     assert all(a["partial"] for a in evidence["artifacts"])
 
 
+
+@pytest.mark.parametrize("second", [signal.SIGINT, signal.SIGTERM])
+def test_a_second_stop_during_the_clean_up_does_not_leave_the_jobs_containers(cli_env, tmp_path, second):
+    # A user pressing Ctrl-C twice must not cut the clean-up short and leave the job's holder container running.
+    import docker
+
+    skills = _script_skill(tmp_path, "import time\ntime.sleep(120)\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "run", "--skills", str(skills), "--out", str(tmp_path / "out"),
+         "--model", f"scripted:{_script_scenario(tmp_path)}"],
+        cwd=REPO, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    trace = tmp_path / "trace.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not trace.exists() or len(trace.read_text().splitlines()) < 2):
+        time.sleep(0.2)
+    time.sleep(3)  # the script's container is running now
+    proc.send_signal(signal.SIGINT)
+    time.sleep(0.3)
+    proc.send_signal(second)
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out + err
+    assert "Traceback" not in err
+    [line] = [json.loads(x) for x in err.splitlines() if "kept" in x]
+    job_id = json.loads(Path(line["evidence_path"]).read_text())["job_id"]
+    client = docker.from_env()
+    left = [c.name for c in client.containers.list(all=True, filters={"label": "orchtest.managed=1"})
+            if c.labels.get("orchtest.job", "").startswith(job_id)]
+    assert left == []
+
+
 # -- 11. the cache is manageable ----------------------------------------------------------------------------------
 
 
