@@ -11,6 +11,7 @@ import contextlib
 import hashlib
 import json
 import os
+import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -216,7 +217,7 @@ def _finish(pc: PhaseContext, record: JobRecord, out: _Outcome, result: GoalResu
         result=data,
         artifacts=data.get("artifacts", []),
         finished_at=time.time(),
-        reason=result.error.message if result.error else None,
+        reason=(data.get("error") or {}).get("message"),  # masked, like the rest of what the ledger keeps
     )
 
 
@@ -429,7 +430,19 @@ def folder_hash(folder: Path) -> str:
 
 
 def _save_evidence(result: GoalResult, cache_dir: Path) -> str:
-    path = cache_dir / "jobs" / result.job_id / "result.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(mask_value(result.model_dump(mode="json", by_alias=True)), indent=2), "utf-8")
+    """The masked evidence file, as ``run`` writes it: folder ``0700``, file ``0600`` (written whole, then renamed)."""
+    folder = cache_dir / "jobs" / result.job_id
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    folder.chmod(0o700)
+    path = folder / "result.json"
+    text = json.dumps(mask_value(result.model_dump(mode="json", by_alias=True)), indent=2)
+    fd, temp = tempfile.mkstemp(dir=folder, prefix=".result-", suffix=".part")  # created 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
     return str(path)
