@@ -99,7 +99,7 @@ class OutputCollector:
         if not self.stdout.strip():
             return False, None
         try:
-            return True, plain_json(json.loads(bytes(self.stdout)))
+            return True, plain_json(json.loads(bytes(self.stdout), parse_int=_parse_int))
         except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: absurdly deep nesting
             return False, None
 
@@ -107,6 +107,12 @@ class OutputCollector:
 MAX_JSON_DEPTH = 64
 MAX_INT_DIGITS = 200
 _INT_BOUND = 10**MAX_INT_DIGITS
+
+
+def _parse_int(digits: str) -> int | str:
+    # An integer too long to print is kept as its digits: converting it would cost time quadratic in its length,
+    # and past 4300 digits Python refuses (the whole output would read as "not JSON").
+    return digits if len(digits) > MAX_INT_DIGITS + 1 else int(digits)
 
 
 def plain_json(value: Any, depth: int = 0) -> Any:

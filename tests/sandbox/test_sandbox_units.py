@@ -304,3 +304,10 @@ def test_the_content_hash_follows_the_definition_and_the_base(tmp_path):
     assert content_hash(folder, base="public", base_image="b", uid=65534) != first
     (folder / "Dockerfile").write_text("FROM y\n")
     assert content_hash(folder, base="debootstrap", base_image="b", uid=65534) != first
+
+
+def test_an_integer_of_any_length_is_kept_as_its_digits_not_a_parse_failure():
+    collector = OutputCollector(stdout_limit=1 << 20, stderr_max_lines=3)
+    collector.feed(1, b'{"n": -' + b"9" * 100_000 + b', "small": 7}')
+    parsed, value = collector.stdout_json()
+    assert parsed and value["n"] == "-" + "9" * 100_000 and value["small"] == 7
