@@ -1,8 +1,9 @@
 """One phase of one job: acquire the lease, load the state, run the workflow phase, save, enqueue the next.
 
 This is the body of every task, kept free of Celery so it reads as the job's state machine. The workflow
-functions (``start_goal`` / ``plan_goal`` / ``act_step`` / ``reflect_goal``) do the work; everything here is
-bookkeeping: the ledger transitions written before and after the work, the heartbeat, the trace, the clean-up.
+functions (``start_goal`` / ``plan_goal`` / ``act_step`` / ``reflect_replan`` / ``reflect_finish``) do the work;
+everything here is bookkeeping: the ledger transitions written before and after the work, the heartbeat, the
+trace, the clean-up. A Reflect that re-plans queues the new plan's first act instead of ending the job.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ from orchestrator.worker.limits import SoftLimitReached, soft_limit_interrupts
 from orchestrator.worker.staging import StagedSandbox
 from orchestrator.worker.submit import BudgetOverrides
 from orchestrator.workflow.models import GoalError, GoalRequest, GoalResult, GoalState
-from orchestrator.workflow.run import Runtime, act_step, plan_goal, reflect_goal, start_goal
+from orchestrator.workflow.run import Runtime, act_step, plan_goal, reflect_finish, reflect_replan, start_goal
 
 log = get_logger("orchestrator.worker")
 
@@ -194,9 +195,19 @@ def _run(pc: PhaseContext, record: JobRecord, phase: str, attempt: int) -> _Outc
             nxt = f"act:{index + 1}" if more else "reflect"
             result = None
         else:
-            result = reflect_goal(state, rt)
-            fields = {}
-            nxt = "end"
+            assert state.plan is not None
+            start = reflect_replan(state, rt) if state.plan.steps else None
+            if start is None:
+                result = reflect_finish(state, rt)
+                fields = {}
+                nxt = "end"
+            else:  # a re-plan: its steps run as act phases again, then Reflect once more
+                chosen = [s.skill for s in state.plan.steps]
+                skills = dict(record.skills.model_dump())
+                skills["chosen"] = [v.model_dump() for v in _versions(rt.library, chosen)]
+                fields = {"plan": chosen, "steps_total": len(chosen), "skills": skills}
+                nxt = f"act:{start}"
+                result = None
         fields["timings"] = {
             "model": record.timings.get("model", 0.0) + timer.model_s,
             "scripts": record.timings.get("scripts", 0.0) + max(0.0, _scripts_s(state) - scripts_before),

@@ -113,7 +113,7 @@ def act_task(self: Task, job_id: str, step: int) -> dict[str, str]:
 
 @app.task(name="orchestrator.reflect", bind=True)
 def reflect_task(self: Task, job_id: str) -> dict[str, str]:
-    """Retry unmet steps once, validate the output folder, judge the goal; the job ends here."""
+    """Retry unmet steps once; queue a re-plan's steps (then Reflect again), or validate and judge: the job ends."""
     return _phase(self, job_id, "reflect")
 
 

@@ -68,6 +68,20 @@ class Suggestion(BaseModel):
     description: str = ""
 
 
+class Replan(BaseModel):
+    """One re-plan by Reflect: the step that stayed unmet, why, and what the new plan chose."""
+
+    step: int
+    """Index of the step that stayed unmet; the new plan replaces it and every later step."""
+    skill: str
+    reason: str
+    """The failed step's exit reason and what was missing (what the planner was told)."""
+    plan_calls: int = 0
+    steps: list[str] = []
+    """The skills of the new plan's steps (empty when it found none)."""
+    outcome: str = ""
+
+
 class GoalResult(BaseModel):
     """The overall result of a goal (what ``run --json`` prints)."""
 
@@ -80,6 +94,9 @@ class GoalResult(BaseModel):
     """All validations of the goal (each skill's finish attempts and the final check): pass rate, violations."""
     metrics: GoalMetrics = GoalMetrics()
     plan: Plan | None = None
+    plan_calls: int = 0
+    """Model calls of every plan request of the goal (the first plan, its searches, and re-plans)."""
+    replans: list[Replan] = []
     skills: list[ActResult] = []
     unmet: list[Unmet] = []
     suggestions: list[Suggestion] = []
@@ -106,6 +123,7 @@ class GoalState(BaseModel):
     blackboard: dict[str, Any] = {}
     retried: list[int] = []
     replans: int = 0
+    replan_log: list[Replan] = []
     superseded: list[ActResult] = []
     """Results of steps a re-plan replaced (kept as evidence)."""
     candidates: list[Suggestion] = []

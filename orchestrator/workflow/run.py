@@ -38,7 +38,15 @@ from orchestrator.skills.models import SkillSummary
 from orchestrator.validate.rules import ContractRules, ExpectedOutputs
 from orchestrator.validate.stats import ValidationStats
 from orchestrator.validate.validator import ValidationReport, validate_outputs
-from orchestrator.workflow.models import GoalError, GoalMetrics, GoalRequest, GoalResult, GoalState, Suggestion
+from orchestrator.workflow.models import (
+    GoalError,
+    GoalMetrics,
+    GoalRequest,
+    GoalResult,
+    GoalState,
+    Replan,
+    Suggestion,
+)
 from orchestrator.workflow.outputs import check_input_files, check_job_id, check_output_dir, publish_file
 from orchestrator.workflow.plan import PlanOutcome, make_plan
 
@@ -244,16 +252,31 @@ def _publish(step_dir: Path, state: GoalState) -> list[str]:
 
 
 def reflect_goal(state: GoalState, rt: Runtime) -> GoalResult:
-    """Retry each unmet step once with what was missing, re-plan once if one stays unmet (within the goal's plan
-    budget), then validate the whole output and judge it. A plan that found no fitting skill ends ``unmet``."""
+    """Retry each unmet step once with what was missing, re-plan if one stays unmet (within the goal's plan
+    budget) and run the new steps, then validate the whole output and judge it. A plan that found no fitting
+    skill ends ``unmet``."""
+    assert state.plan is not None
+    while state.plan.steps and (start := reflect_replan(state, rt)) is not None:
+        for index in range(start, len(state.plan.steps)):
+            act_step(state, index, rt)
+            if state.results[index].status == "failed":
+                break
+    return reflect_finish(state, rt)
+
+
+def reflect_replan(state: GoalState, rt: Runtime) -> int | None:
+    """Retry each unmet step once; when one stays unmet, ask for a new plan of the remaining work. Returns the
+    index of the first new step to run (the worker enqueues it), or None when there is nothing to re-run."""
+    _retry_unmet(state, rt)
+    return _replan(state, rt)
+
+
+def reflect_finish(state: GoalState, rt: Runtime) -> GoalResult:
+    """Validate the whole output and judge the goal (``unmet`` with suggestions when no skill fitted)."""
     assert state.plan is not None
     if not state.plan.steps:
         return _no_fit_result(state)
-    _retry_unmet(state, rt)
-    if _replan(state, rt):
-        _retry_unmet(state, rt)
-    report = _final_validation(state, rt)
-    return _result(state, report)
+    return _result(state, _final_validation(state, rt))
 
 
 def _retry_unmet(state: GoalState, rt: Runtime) -> None:
@@ -266,25 +289,38 @@ def _retry_unmet(state: GoalState, rt: Runtime) -> None:
             act_step(state, index, rt, feedback=feedback)
 
 
-def _replan(state: GoalState, rt: Runtime) -> bool:
+def _replan(state: GoalState, rt: Runtime) -> int | None:
     """Ask for a new plan from the first step that stayed unmet, telling the planner what failed; the steps before
-    it are kept (their outputs are inputs now). Only within ``selection.replans`` and the goal's plan budget."""
+    it are kept (their outputs are inputs now). Only within ``selection.replans`` and the goal's plan budget; a
+    re-plan the budget refuses is said in the goal's notes."""
     assert state.plan is not None
     selection = rt.settings.selection
     stuck = next(
         (i for i, r in enumerate(state.results) if r.status == "unmet" and (i in state.retried or not _has_budget(r))),
         None,
     )
-    spent = state.plan_metrics.tokens_in + state.plan_metrics.tokens_out
-    if (
-        stuck is None
-        or state.replans >= selection.replans
-        or state.plan_metrics.model_calls >= selection.max_plan_calls
-        or spent >= selection.plan_token_budget
-    ):
-        return False
-    state.replans += 1
+    if stuck is None:
+        return None
     failed = state.results[stuck]
+    spent = state.plan_metrics.tokens_in + state.plan_metrics.tokens_out
+    refused = (
+        f"{state.replans} of {selection.replans} re-plan(s) used"
+        if state.replans >= selection.replans
+        else f"{state.plan_metrics.model_calls} of {selection.max_plan_calls} plan calls used"
+        if state.plan_metrics.model_calls >= selection.max_plan_calls
+        else f"{spent} of {selection.plan_token_budget} plan tokens used"
+        if spent >= selection.plan_token_budget
+        else None
+    )
+    if refused is not None:
+        if state.replans < selection.replans:  # a re-plan was due but the budget is spent: say so
+            note = f"not re-planned after step {stuck + 1} ({failed.skill_id}) stayed unmet: "
+            note += f"plan budget spent ({refused})"
+            if note not in state.notes:
+                state.notes.append(note)
+                rt.emit("reflect.replan_refused", job=state.job_id, step=stuck, reason=refused)
+        return None
+    state.replans += 1
     done = [
         render_prompt("reflect/step_done", number=i + 1, skill=r.skill_id)
         for i, r in enumerate(state.results[:stuck])
@@ -299,17 +335,26 @@ def _replan(state: GoalState, rt: Runtime) -> bool:
         render_prompt("reflect/remaining_work"),
     ]
     rt.emit("reflect.replan", job=state.job_id, step=stuck, skill=failed.skill_id)
+    record = Replan(step=stuck, skill=failed.skill_id, reason=f"{failed.exit_reason}: {why}")
+    state.replan_log.append(record)
     try:
         outcome = _plan(state, rt, feedback)
     except WorkflowError as e:
         rt.emit("reflect.replan_failed", job=state.job_id, error=e.message)
-        return False
+        record.outcome = f"no usable plan: {e.message}"
+        return None
     state.plan_metrics.tokens_in += outcome.tokens_in
     state.plan_metrics.tokens_out += outcome.tokens_out
     state.plan_metrics.model_calls += outcome.model_calls
     state.plan_metrics.duration_ms += outcome.duration_ms
+    record.plan_calls = outcome.model_calls
     if not outcome.plan.steps:
-        return False
+        record.outcome = "no skill fits the remaining work" + (
+            f": {outcome.plan.no_fit.reason}" if outcome.plan.no_fit and outcome.plan.no_fit.reason else ""
+        )
+        return None
+    record.steps = [s.skill for s in outcome.plan.steps]
+    record.outcome = "re-planned"
     state.plan = state.plan.model_copy(
         update={
             "steps": [*state.plan.steps[:stuck], *outcome.plan.steps],
@@ -319,11 +364,7 @@ def _replan(state: GoalState, rt: Runtime) -> bool:
     state.superseded += state.results[stuck:]
     state.results = state.results[:stuck]
     state.retried = [i for i in state.retried if i < stuck]
-    for index in range(stuck, len(state.plan.steps)):
-        act_step(state, index, rt)
-        if state.results[index].status == "failed":
-            break
-    return True
+    return stuck
 
 
 def _no_fit_result(state: GoalState) -> GoalResult:
@@ -448,6 +489,8 @@ def _result(state: GoalState, report: ValidationReport | None) -> GoalResult:
         validation_stats=stats,
         metrics=metrics,
         plan=state.plan,
+        plan_calls=state.plan_metrics.model_calls,
+        replans=list(state.replan_log),
         skills=state.results,
         unmet=unmet,
         stdout=stdout,

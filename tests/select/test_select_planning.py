@@ -259,6 +259,10 @@ def test_a_step_still_unmet_after_its_retry_gets_a_second_plan_told_what_failed(
     assert [s.skill for s in result.plan.steps] == ["podcast-shownotes"]
     assert [r.skill_id for r in result.skills] == ["podcast-shownotes"]
     assert state.superseded[0].skill_id == "meeting-notes" and state.replans == 1
+    [replan] = result.replans
+    assert (replan.step, replan.skill, replan.steps, replan.outcome) == (0, "meeting-notes", ["podcast-shownotes"],
+                                                                         "re-planned")
+    assert replan.reason == "validation_failed: minutes.md: required file is missing" and result.plan_calls == 1
 
 
 def test_no_second_plan_when_the_goal_has_no_plan_budget_left(skills_root, tmp_path):
@@ -268,12 +272,16 @@ def test_no_second_plan_when_the_goal_has_no_plan_budget_left(skills_root, tmp_p
     state = _stuck_state(skills_root, tmp_path, settings)
     result = reflect_goal(state, rt)
     assert [c.purpose for c in model.calls if c.purpose == "plan"] == []
-    assert result.status == "unmet"
+    assert result.status == "unmet" and result.notes == []  # re-planning is switched off, not refused
     settings = load_settings(selection={"plan_token_budget": 1000})
     state = _stuck_state(skills_root, tmp_path, settings)
     state.plan_metrics.tokens_in = 1000
     result = reflect_goal(state, Runtime(settings=settings, model=model, library=SkillLibrary(skills_root)))
     assert [c.purpose for c in model.calls if c.purpose == "plan"] == [] and result.status == "unmet"
+    assert result.notes == [
+        "not re-planned after step 1 (meeting-notes) stayed unmet: plan budget spent (1000 of 1000 plan tokens used)"
+    ]
+    assert result.replans == [] and result.plan_calls == 0
 
 
 def test_disable_model_invocation_is_read_from_the_frontmatter_and_a_bad_value_is_reported(tmp_path):

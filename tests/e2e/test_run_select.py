@@ -1,0 +1,78 @@
+"""End to end: choosing skills through `python -m orchestrator run` (the scripted OpenAI-compatible server, the real
+`openai` client, the real sandbox, the bundled skills): Reflect re-plans, its plan budget, and no fit, no fake."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from test_run_cli import run_cli
+
+SCENARIOS = Path(__file__).resolve().parent / "scenarios"
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path, sandbox_image: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        ORCH_CACHE_DIR=str(tmp_path / "cache"),
+        ORCH_SCRIPTED_TRACE=str(tmp_path / "trace.jsonl"),
+        ORCH_SANDBOX__LABEL_PREFIX="orchtest",
+    )
+    return env
+
+
+def _run(scenario: str, out: Path, env: dict[str, str]) -> tuple[int, dict, list[dict]]:
+    proc = run_cli(
+        "run", "--skills", "skills", "--out", str(out), "--model", f"scripted:{SCENARIOS / scenario}", "--json",
+        env=env,
+    )
+    trace = [json.loads(line)["_trace"] for line in Path(env["ORCH_SCRIPTED_TRACE"]).read_text().splitlines()]
+    assert all(t["status"] == 200 for t in trace), (trace, proc.stderr)
+    return proc.returncode, json.loads(proc.stdout), trace
+
+
+def test_a_step_unmet_after_its_retry_is_re_planned_onto_another_skill_which_serves_the_goal(cli_env, tmp_path):
+    returncode, result, trace = _run("replan.yaml", tmp_path / "out", cli_env)
+    assert returncode == 0 and result["status"] == "done", result
+    assert [t["purpose"] for t in trace] == ["plan", *["act"] * 4, "plan", "act", "act", "semantic"]
+    assert result["plan_calls"] == 2
+    [replan] = result["replans"]
+    assert replan["step"] == 0 and replan["skill"] == "meeting-notes" and replan["outcome"] == "re-planned"
+    assert replan["reason"] == "validation_failed: brand.json: expected output missing"
+    assert replan["steps"] == ["brand-guidelines"]
+    assert [s["skill"] for s in result["plan"]["steps"]] == ["brand-guidelines"]
+    assert [(s["skill_id"], s["status"]) for s in result["skills"]] == [("brand-guidelines", "done")]
+    assert [a["path"] for a in result["artifacts"]] == ["brand.json"] and not result["artifacts"][0]["partial"]
+    assert json.loads((tmp_path / "out" / "brand.json").read_text())["name"] == "Acme"
+    evidence = json.loads(Path(result["evidence_path"]).read_text())
+    assert evidence["replans"] == result["replans"] and evidence["plan_calls"] == 2
+
+
+def test_a_spent_plan_budget_ends_the_goal_unmet_saying_so_and_claims_no_artifact(cli_env, tmp_path):
+    out = tmp_path / "out"
+    returncode, result, trace = _run("replan-budget.yaml", out, cli_env)
+    assert returncode == 1 and result["status"] == "unmet"
+    assert [t["purpose"] for t in trace] == ["plan", *["act"] * 4]  # no second plan call
+    assert result["plan_calls"] == 1 and result["replans"] == []
+    assert result["notes"] == [
+        "not re-planned after step 1 (meeting-notes) stayed unmet: plan budget spent (40000 of 40000 plan tokens used)"
+    ]
+    assert [u["what"] for u in result["unmet"]] == ["brand.json"]
+    assert result["artifacts"] == [] and list(out.iterdir()) == []
+
+
+def test_a_goal_no_skill_serves_ends_unmet_with_suggestions_and_no_files(cli_env, tmp_path):
+    out = tmp_path / "out"
+    returncode, result, trace = _run("no-fit.yaml", out, cli_env)
+    assert returncode == 1 and result["status"] == "unmet"
+    assert [t["purpose"] for t in trace] == ["plan"]  # nothing ran, nothing was judged
+    assert [u["what"] for u in result["unmet"]] == ["place a phone call", "sing a song in Klingon"]
+    assert {u["why"] for u in result["unmet"]} == {"no skill places phone calls or sings"}
+    suggested = [s["id"] for s in result["suggestions"]]
+    assert len(suggested) == 3 and all(s["description"] for s in result["suggestions"])
+    assert all(", ".join(suggested) in u["next_step"] for u in result["unmet"])
+    assert result["artifacts"] == [] and list(out.iterdir()) == []
+    assert result["validation"]["pass"] is False and "no skill fits" in result["validation"]["rationale"]

@@ -1,0 +1,60 @@
+"""Choosing skills on the distributed path (real Redis, a real Celery worker): a goal no skill serves ends unmet
+with suggestions, and Reflect's re-plan is queued as act phases of the new plan, each phase queuing the next."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from worker_helpers import REPO, Cluster
+
+SCENARIOS = REPO / "tests" / "e2e" / "scenarios"
+WAIT = ("--wait", "--timeout", "300")
+
+
+def _line(job_id: str, scenario: str) -> str:
+    path = SCENARIOS / scenario
+    goal = yaml.safe_load(path.read_text())["goal"]
+    return json.dumps({"goal": goal, "model": f"scripted:{path}", "job_id": job_id})
+
+
+@pytest.fixture(scope="module")
+def jobs(shared_cluster: Cluster) -> Cluster:
+    lines = "\n".join([_line("select-no-fit", "no-fit.yaml"), _line("select-replan", "replan.yaml")])
+    done = shared_cluster.cli("submit", "-", *WAIT, "--json", stdin=lines, timeout=360)
+    report = json.loads(done.stdout)
+    assert [a["job_id"] for a in report["accepted"]] == ["select-no-fit", "select-replan"], done.stderr
+    return shared_cluster
+
+
+def test_a_goal_no_skill_serves_ends_unmet_with_suggestions_and_no_artifacts(jobs: Cluster) -> None:
+    job = jobs.job("select-no-fit")
+    assert job["state"] == "unmet", jobs.log("w1")
+    assert [h["phase"] for h in job["history"]] == ["plan", "reflect"]
+    assert job["plan"] == [] and job["artifacts"] == []
+    result = job["result"]
+    assert result["status"] == "unmet" and len(result["suggestions"]) == 3
+    assert [u["what"] for u in result["unmet"]] == ["place a phone call", "sing a song in Klingon"]
+    ids = ", ".join(s["id"] for s in result["suggestions"])
+    assert all(ids in u["next_step"] for u in result["unmet"])
+    out = jobs.output_root / "select-no-fit"
+    assert not out.exists() or list(out.iterdir()) == []
+
+
+def test_a_re_plan_is_queued_as_new_act_phases_and_the_job_ends_done(jobs: Cluster) -> None:
+    job = jobs.job("select-replan")
+    assert job["state"] == "done", (job.get("reason"), jobs.log("w1"))
+    # the first reflect retried the step and re-planned; the new plan's step ran as its own act phase
+    assert [h["phase"] for h in job["history"]] == ["plan", "act:0", "reflect", "act:0", "reflect"]
+    assert job["plan"] == ["brand-guidelines"] and job["steps_total"] == 1
+    assert [v["id"] for v in job["skills"]["chosen"]] == ["brand-guidelines"]
+    assert [a["path"] for a in job["artifacts"]] == ["brand.json"]
+    result = job["result"]
+    assert result["plan_calls"] == 2
+    assert [(r["skill"], r["steps"], r["outcome"]) for r in result["replans"]] == [
+        ("meeting-notes", ["brand-guidelines"], "re-planned")
+    ]
+    brand = Path(jobs.output_root / "select-replan" / "brand.json")
+    assert json.loads(brand.read_text())["name"] == "Acme"
