@@ -125,7 +125,7 @@ class GoalState(BaseModel):
     replans: int = 0
     replan_log: list[Replan] = []
     superseded: list[ActResult] = []
-    """Results of steps a re-plan replaced (kept as evidence)."""
+    """Results a retry or a re-plan replaced (kept as evidence; their metrics still count)."""
     candidates: list[Suggestion] = []
     """The top of the planner's shortlist (suggested when no skill fits)."""
     published: list[str] = []

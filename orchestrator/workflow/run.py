@@ -286,6 +286,7 @@ def _retry_unmet(state: GoalState, rt: Runtime) -> None:
             unmet = "; ".join(f"{u.what}: {u.why}" for u in result.unmet)[:600]
             feedback = [render_prompt("reflect/retry", reason=result.exit_reason, unmet=unmet)]
             rt.emit("reflect.retry", job=state.job_id, step=index, skill=result.skill_id)
+            state.superseded.append(result)  # the retry replaces it: its model calls and tokens still count
             act_step(state, index, rt, feedback=feedback)
 
 
