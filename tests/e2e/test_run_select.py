@@ -72,6 +72,17 @@ def test_a_spent_plan_budget_ends_the_goal_unmet_saying_so_and_claims_no_artifac
     assert result["artifacts"] == [] and list(out.iterdir()) == []
 
 
+def test_a_goal_out_of_plan_calls_is_not_re_planned_either(cli_env, tmp_path):
+    cli_env["ORCH_SELECTION__MAX_PLAN_CALLS"] = "1"
+    returncode, result, trace = _run("replan.yaml", tmp_path / "out", cli_env)
+    assert returncode == 1 and result["status"] == "unmet"
+    assert [t["purpose"] for t in trace] == ["plan", *["act"] * 4]
+    assert result["notes"] == [
+        "not re-planned after step 1 (meeting-notes) stayed unmet: plan budget spent (1 of 1 plan calls used)"
+    ]
+    assert result["artifacts"] == [] and list((tmp_path / "out").iterdir()) == []
+
+
 def test_a_goal_no_skill_serves_ends_unmet_with_suggestions_and_no_files(cli_env, tmp_path):
     out = tmp_path / "out"
     returncode, result, trace = _run("no-fit.yaml", out, cli_env)

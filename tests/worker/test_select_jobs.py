@@ -22,10 +22,17 @@ def _line(job_id: str, scenario: str) -> str:
 
 @pytest.fixture(scope="module")
 def jobs(shared_cluster: Cluster) -> Cluster:
-    lines = "\n".join([_line("select-no-fit", "no-fit.yaml"), _line("select-replan", "replan.yaml")])
+    lines = "\n".join(
+        [
+            _line("select-no-fit", "no-fit.yaml"),
+            _line("select-replan", "replan.yaml"),
+            _line("select-replan-tail", "replan-tail.yaml"),
+        ]
+    )
     done = shared_cluster.cli("submit", "-", *WAIT, "--json", stdin=lines, timeout=360)
     report = json.loads(done.stdout)
-    assert [a["job_id"] for a in report["accepted"]] == ["select-no-fit", "select-replan"], done.stderr
+    accepted = [a["job_id"] for a in report["accepted"]]
+    assert accepted == ["select-no-fit", "select-replan", "select-replan-tail"], done.stderr
     return shared_cluster
 
 
@@ -58,3 +65,16 @@ def test_a_re_plan_is_queued_as_new_act_phases_and_the_job_ends_done(jobs: Clust
     ]
     summary = Path(jobs.output_root / "select-replan" / "summary.json")
     assert "North" in summary.read_text()
+
+
+def test_a_re_plan_keeps_the_done_steps_and_queues_the_replaced_one_at_its_index(jobs: Cluster) -> None:
+    job = jobs.job("select-replan-tail")
+    assert job["state"] == "done", (job.get("reason"), jobs.log("w1"))
+    assert [h["phase"] for h in job["history"]] == ["plan", "act:0", "act:1", "reflect", "act:1", "reflect"]
+    assert job["plan"] == ["brand-guidelines", "data/csv-summary"] and job["steps_total"] == 2
+    assert sorted(a["path"] for a in job["artifacts"]) == ["brand.json", "chart.png", "summary.json"]
+    [replan] = job["result"]["replans"]
+    assert (replan["step"], replan["skill"], replan["steps"]) == (1, "meeting-notes", ["data/csv-summary"])
+    assert [(s["skill_id"], s["status"]) for s in job["result"]["skills"]] == [
+        ("brand-guidelines", "done"), ("data/csv-summary", "done")
+    ]
