@@ -31,15 +31,16 @@ def add_thumbnails(ctx: ActContext, out_dir: Path) -> dict[str, str]:
     deps = ctx.deps
     if not deps.settings.qa.thumbnails:
         return {}
+    files = deps.build.list_files()
     sources = sorted(
         f.path
-        for f in deps.build.list_files()
+        for f in files
         if f.path.lower().endswith(THUMBNAIL_SUFFIXES)
         and not f.path.startswith(f"{THUMBNAIL_DIR}/")
         and (not ctx.state.final_outputs or f.path in ctx.state.final_outputs)
     )
     made: dict[str, str] = {}
-    shas = {f.path: f.sha256 for f in deps.build.list_files()}
+    shas = {f.path: f.sha256 for f in files}
     for source in sources:
         key = canonical_digest("thumbnail", shas[source], source)
         if (restored := _restore(ctx, key, source)) is not None:

@@ -40,9 +40,21 @@ class BuildFolder:
         self.name = name
         self.disk_mb = disk_mb
         self.settings = settings
-        self.dirty = False  # a script ran since build/ was last checked (see prune)
+        self._dirty = False
+        self._listing: list[BuildFile] | None = None  # build/ as last listed, until anything may have changed it
         self._pruned: list[str] = []
         self._reported: set[str] = set()
+
+    @property
+    def dirty(self) -> bool:
+        """A script ran since build/ was last checked (see :meth:`prune`); the last listing no longer holds."""
+        return self._dirty
+
+    @dirty.setter
+    def dirty(self, value: bool) -> None:
+        self._dirty = value
+        if value:
+            self._listing = None
 
     def exec_holder(self, argv: list[str]) -> tuple[int, str]:
         """Run a runtime command in the holder: from ``/`` (never the skill root, which is the image's working
@@ -88,7 +100,7 @@ class BuildFolder:
         """Remove what scripts left in ``build/`` that breaks the disk contract (sparse or oversized files, names
         that are not UTF-8) before anything is listed or copied out. Runs once after each call, when ``build/`` is
         next read: scripts are the only writers that can leave such files, and none runs any more by then."""
-        if not self.dirty:
+        if not self._dirty:
             return
         limit = self.disk_mb * 1024 * 1024
         code, out = self.exec_holder(["python3", "-I", "-c", buildfs.PRUNE_SCRIPT, HOLDER_BUILD, str(limit)])
@@ -99,7 +111,8 @@ class BuildFolder:
         if code != 0:
             raise SandboxError(f"cannot check build/: {out.strip()[-300:]}", where=f"sandbox:{self.name}",
                                retryable=True, code=SandboxErrorCode.PRUNE_FAILED)
-        self.dirty = False
+        self._dirty = False
+        self._listing = None
         for item in removed:
             violation = f"disk_limit: removed build/{item['path']} ({item['why']})"
             log.warning("sandbox.build_pruned", job=self.name, violation=violation)
@@ -115,6 +128,7 @@ class BuildFolder:
     def write_file(self, rel_path: str, data: bytes) -> BuildFile:
         """Write ``data`` to ``build/rel_path``; a write that does not fit raises ``disk_full`` and leaves nothing."""
         rel = safe_build_path(rel_path)
+        self._listing = None
         free = self.free_bytes()
         needed = -(-len(data) // 4096) * 4096 + 4096 * (rel.count("/") + 1)
         if needed > free:
@@ -163,13 +177,17 @@ class BuildFolder:
                 raise SandboxError(e.message, where=where, retryable=False, code=SandboxErrorCode.TOO_LARGE) from e
 
     def list_files(self) -> list[BuildFile]:
-        """Every regular file in ``build/`` with its size and sha256."""
+        """Every regular file in ``build/`` with its size and sha256 (read again only after build/ may have
+        changed: a script or command ran, a file was written, or a file was removed)."""
         self.prune()
-        return self._read_build("list", lambda chunks, budget: buildfs.list_archive(chunks, budget))
+        if self._listing is None:
+            self._listing = self._read_build("list", lambda chunks, budget: buildfs.list_archive(chunks, budget))
+        return list(self._listing)
 
     def export(self, dest: Path) -> list[BuildFile]:
         """Copy ``build/`` into the host folder ``dest`` (regular files only, nothing followed through symlinks)."""
         self.prune()
+        self._listing = None
         return self._read_build("export", lambda chunks, budget: buildfs.extract_archive(chunks, Path(dest), budget))
 
     def _read_build(
@@ -206,6 +224,7 @@ class BuildFolder:
         return open_archive(self._api, self.holder, path, shown=shown, where=where)
 
     def _over_limit(self, e: buildfs.OverLimit, where: str) -> None:
+        self._listing = None
         log.warning("sandbox.host_read_over_limit", job=self.name, violation=e.message)
         if e.path is None:
             raise SandboxError(e.message, where=where, next_step="write less into build/", retryable=False,

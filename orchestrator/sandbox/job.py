@@ -357,11 +357,11 @@ class SandboxJob:
             try:
                 result = self._run(prepared, command, payload, timeout_s)
             finally:
+                if self._build_folder is not None:
+                    self._build_folder.dirty = True  # also when the call failed: the script may have written
                 self._discard(prepared)
                 if not self._closed and self.runner.prewarm != "off":
                     self._pending = self.runner.executor.submit(self._prepare)
-            if self._build_folder is not None:
-                self._build_folder.dirty = True
         log.info(
             "sandbox.call",
             job=self.name,

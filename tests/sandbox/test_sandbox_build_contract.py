@@ -72,3 +72,31 @@ def test_the_host_build_folder_holds_only_regular_files_after_export(make_skill,
     assert job.run_script("links.sh").ok
     job.export(tmp_path / "out")
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["real.txt"]
+
+
+def test_a_listing_is_read_once_and_again_after_anything_may_have_changed_build(make_skill, open_job, monkeypatch):
+    from orchestrator.sandbox.buildfolder import BuildFolder
+
+    reads: list[str] = []
+    original = BuildFolder._read_build
+
+    def counted(self, what, read):  # type: ignore[no-untyped-def]
+        reads.append(what)
+        return original(self, what, read)
+
+    monkeypatch.setattr(BuildFolder, "_read_build", counted)
+    root = make_skill({
+        "add.sh": "echo b > build/b.txt\necho '{}'\n",
+        "late.sh": "echo c > build/c.txt\nsleep 30\n",
+    })
+    job = open_job(root)
+    job.write_file("a.txt", b"a")
+    assert [f.path for f in job.list_files()] == ["a.txt"]
+    assert [f.path for f in job.list_files()] == ["a.txt"] and reads == ["list"]
+    assert job.run_script("add.sh").ok
+    assert [f.path for f in job.list_files()] == ["a.txt", "b.txt"] and reads == ["list", "list"]
+    job.write_file("a.txt", b"changed")
+    assert {f.path: f.size for f in job.list_files()}["a.txt"] == len(b"changed")
+    # A call that ends badly (here: past its time limit) may still have written: build/ is read again.
+    assert not job.run_script("late.sh", timeout_s=2).ok
+    assert "c.txt" in [f.path for f in job.list_files()]
