@@ -64,10 +64,10 @@ def test_a_yaml_alias_bomb_given_to_validate_stops_within_the_act_time_budget(wr
     lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
     schema = {"type": "object", "additionalProperties": {"$ref": "#/$defs/n"},
               "$defs": {"n": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"$ref": "#/$defs/n"}}]}}}
-    write_skill("v", "Validates.")
+    # The bomb ships in the skill, so no sandbox start (slow on a loaded machine) eats the budget before the check.
+    write_skill("v", "Validates.", files={"bomb.yaml": "\n".join(lines) + "\n"})
     model = ScriptedModel([
-        tool_calls_response(tool_call("write_artifact", path="bomb.yaml", text="\n".join(lines) + "\n"),
-                            tool_call("validate", path="build/bomb.yaml", schema=schema)),
+        tool_calls_response(tool_call("validate", path="bomb.yaml", schema=schema)),
     ])  # no further response: the check runs until the time budget, which ends the Act
     started = time.monotonic()
     result = act("v", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out", qa_mode="off",
