@@ -91,11 +91,22 @@ def _safe_json(value: Any, **kwargs: Any) -> str:
         return json_module.dumps({k: repr(v)[:2000] for k, v in value.items()}, ensure_ascii=True)
 
 
+class _CurrentStderr:
+    """Whatever ``sys.stderr`` is when a line is written (not when logging was set up): a caller that swaps
+    stderr for a while (a test runner, an embedding program) and closes its stand-in leaves logging working."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure_logging(level: str = "INFO", *, json: bool = True, stream: TextIO | None = None) -> None:
     """Route structlog and stdlib logging (httpx, openai, urllib3, docker, warnings) to ``stream`` (stderr by
     default) through one pipeline: masked, then one JSON object per line (or console text with ``json=False``)."""
     level = check_level(level)
-    stream = stream or sys.stderr
+    target: Any = stream or _CurrentStderr()
     renderer: Any = (
         structlog.processors.JSONRenderer(serializer=_safe_json)
         if json
@@ -110,10 +121,10 @@ def configure_logging(level: str = "INFO", *, json: bool = True, stream: TextIO 
     structlog.configure(
         processors=[*shared, structlog.processors.format_exc_info, _mask_processor, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(logging.getLevelName(level)),
-        logger_factory=structlog.PrintLoggerFactory(file=stream),
+        logger_factory=structlog.PrintLoggerFactory(file=target),
         cache_logger_on_first_use=False,
     )
-    handler = logging.StreamHandler(stream)
+    handler = logging.StreamHandler(target)
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             foreign_pre_chain=[*shared, structlog.stdlib.add_logger_name, structlog.stdlib.ExtraAdder()],

@@ -56,3 +56,15 @@ def test_a_token_alone_in_the_user_part_of_a_url_is_masked() -> None:
 def test_urls_without_credentials_are_left_alone() -> None:
     for text in ("https://example.com/x", "http://h/p?x=1@y", "see https://example.com/@user"):
         assert mask_secrets(text) == text
+
+
+def test_logging_follows_stderr_after_a_stand_in_was_swapped_in_and_closed(monkeypatch, capsys) -> None:
+    stand_in = io.StringIO()
+    with monkeypatch.context() as m:
+        m.setattr("sys.stderr", stand_in)
+        configure_logging("INFO", json=True)  # set up while stderr is the stand-in (as inside a CLI test runner)
+        get_logger("t").info("during")
+    stand_in.close()
+    get_logger("t").info("after", n=1)
+    record = json.loads(capsys.readouterr().err.strip().splitlines()[-1])
+    assert record["event"] == "after" and record["n"] == 1

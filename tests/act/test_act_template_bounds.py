@@ -74,4 +74,5 @@ def test_a_yaml_alias_bomb_given_to_validate_stops_within_the_act_time_budget(wr
                  budgets=Budgets(time_budget_ms=4000))
     assert time.monotonic() - started < 30
     [error] = [r.error or "" for r in result.evidence_summary if r.tool == "validate"]
-    assert "cannot validate" in error and "stopped" in error
+    # Stopped at the wall-clock bound, or killed at the CPU/memory bound first (which one wins depends on load).
+    assert "cannot validate" in error and ("stopped" in error or "killed" in error)
