@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -95,3 +96,15 @@ def sandbox_image(docker_client) -> str:
     except docker.errors.ImageNotFound:
         pytest.fail(f"sandbox image {name} is missing: run `python -m orchestrator sandbox build-image`")
     return name
+
+
+@pytest.fixture
+def cli_env(tmp_path: Path, sandbox_image: str) -> dict[str, str]:
+    """Environment for running the CLI as a subprocess: its own cache, a scripted-model trace, labelled containers."""
+    env = dict(os.environ)
+    env.update(
+        ORCH_CACHE_DIR=str(tmp_path / "cache"),
+        ORCH_SCRIPTED_TRACE=str(tmp_path / "trace.jsonl"),
+        ORCH_SANDBOX__LABEL_PREFIX=TEST_LABEL_PREFIX,
+    )
+    return env

@@ -5,7 +5,6 @@ again costs fewer tokens and no more tool calls."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -155,17 +154,6 @@ CHECKS: dict[str, Callable[[Path], None]] = {
     "sales-report-chain": check_sales_report_chain,
     "sales-deck-chain": check_sales_deck_chain,
 }
-
-
-@pytest.fixture
-def cli_env(tmp_path: Path, sandbox_image: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        ORCH_CACHE_DIR=str(tmp_path / "cache"),
-        ORCH_SCRIPTED_TRACE=str(tmp_path / "trace.jsonl"),
-        ORCH_SANDBOX__LABEL_PREFIX="orchtest",
-    )
-    return env
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS.glob("*.yaml")), ids=lambda p: p.stem)

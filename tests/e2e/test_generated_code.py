@@ -5,26 +5,12 @@ Real CLI, real `openai` client against the scenario server, real sandbox image (
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-
-
-@pytest.fixture
-def cli_env(tmp_path: Path, sandbox_image: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        ORCH_CACHE_DIR=str(tmp_path / "cache"),
-        ORCH_SCRIPTED_TRACE=str(tmp_path / "trace.jsonl"),
-        ORCH_SANDBOX__LABEL_PREFIX="orchtest",
-    )
-    return env
 
 
 def test_model_written_code_runs_and_the_toolchain_turns_it_into_files_that_open(cli_env, tmp_path):

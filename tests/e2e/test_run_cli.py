@@ -4,12 +4,9 @@ the real sandbox and the bundled skills."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
-
-import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO / "ops" / "scenarios" / "brand-deck.yaml"
@@ -24,17 +21,6 @@ def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]
         cwd=REPO,
         timeout=300,
     )
-
-
-@pytest.fixture
-def cli_env(tmp_path: Path, sandbox_image: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        ORCH_CACHE_DIR=str(tmp_path / "cache"),
-        ORCH_SCRIPTED_TRACE=str(tmp_path / "trace.jsonl"),
-        ORCH_SANDBOX__LABEL_PREFIX="orchtest",
-    )
-    return env
 
 
 def _script_lines(min_chars: int = 20) -> set[str]:

@@ -4,7 +4,6 @@ hits. Real CLI, real scripted server, real sandbox; each test is an attempt that
 from __future__ import annotations
 
 import json
-import os
 import signal
 import stat
 import subprocess
@@ -17,17 +16,6 @@ import yaml
 from test_run_cli import REPO, run_cli
 
 BRAND = REPO / "ops" / "scenarios" / "brand-json.yaml"
-
-
-@pytest.fixture
-def cli_env(tmp_path: Path, sandbox_image: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        ORCH_CACHE_DIR=str(tmp_path / "cache"),
-        ORCH_SCRIPTED_TRACE=str(tmp_path / "trace.jsonl"),
-        ORCH_SANDBOX__LABEL_PREFIX="orchtest",
-    )
-    return env
 
 
 def scenario_with_goal(tmp_path: Path, goal: str) -> Path:
@@ -234,6 +222,22 @@ def _script_scenario(tmp_path: Path) -> Path:
     return path
 
 
+def _start_a_run_whose_script_sleeps(cli_env: dict[str, str], tmp_path: Path) -> subprocess.Popen[str]:
+    """A ``run`` in the background, returned once its script's container is running (sleeping for 120 s)."""
+    skills = _script_skill(tmp_path, "import time\ntime.sleep(120)\n")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "orchestrator", "run", "--skills", str(skills), "--out", str(tmp_path / "out"),
+         "--model", f"scripted:{_script_scenario(tmp_path)}"],
+        cwd=REPO, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    trace = tmp_path / "trace.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and (not trace.exists() or len(trace.read_text().splitlines()) < 2):
+        time.sleep(0.2)
+    time.sleep(3)  # the script's container is running now
+    return proc
+
+
 ODD_OUTPUT = r"""
 import sys
 deep = "[" * 50 + "]" * 50
@@ -256,17 +260,7 @@ def test_odd_script_output_never_crashes_the_run(cli_env, tmp_path, as_json):
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
 def test_a_stopped_run_writes_its_evidence_and_says_what_was_kept(cli_env, tmp_path, sig):
-    skills = _script_skill(tmp_path, "import time\ntime.sleep(120)\n")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator", "run", "--skills", str(skills), "--out", str(tmp_path / "out"),
-         "--model", f"scripted:{_script_scenario(tmp_path)}"],
-        cwd=REPO, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    trace = tmp_path / "trace.jsonl"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and (not trace.exists() or len(trace.read_text().splitlines()) < 2):
-        time.sleep(0.2)
-    time.sleep(3)  # the script's container is running now
+    proc = _start_a_run_whose_script_sleeps(cli_env, tmp_path)
     proc.send_signal(sig)
     out, err = proc.communicate(timeout=120)
     assert proc.returncode in (130, 143), out + err
@@ -284,17 +278,7 @@ def test_a_second_stop_during_the_clean_up_does_not_leave_the_jobs_containers(cl
     # A user pressing Ctrl-C twice must not cut the clean-up short and leave the job's holder container running.
     import docker
 
-    skills = _script_skill(tmp_path, "import time\ntime.sleep(120)\n")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "orchestrator", "run", "--skills", str(skills), "--out", str(tmp_path / "out"),
-         "--model", f"scripted:{_script_scenario(tmp_path)}"],
-        cwd=REPO, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )
-    trace = tmp_path / "trace.jsonl"
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and (not trace.exists() or len(trace.read_text().splitlines()) < 2):
-        time.sleep(0.2)
-    time.sleep(3)  # the script's container is running now
+    proc = _start_a_run_whose_script_sleeps(cli_env, tmp_path)
     proc.send_signal(signal.SIGINT)
     time.sleep(0.3)
     proc.send_signal(second)

@@ -4,24 +4,11 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-import pytest
 from test_run_cli import run_cli
 
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
-
-
-@pytest.fixture
-def cli_env(tmp_path: Path, sandbox_image: str) -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(
-        ORCH_CACHE_DIR=str(tmp_path / "cache"),
-        ORCH_SCRIPTED_TRACE=str(tmp_path / "trace.jsonl"),
-        ORCH_SANDBOX__LABEL_PREFIX="orchtest",
-    )
-    return env
 
 
 def _run(scenario: str, out: Path, env: dict[str, str]) -> tuple[int, dict, list[dict]]:
