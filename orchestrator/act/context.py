@@ -29,7 +29,10 @@ class ActDeps:
     blackboard: Blackboard
     store: MemoStore | None = None
     prior: SkillMemoFile = field(default_factory=SkillMemoFile)
-    """What earlier validated runs of this skill left in the memo store."""
+    """What earlier validated runs of this very skill version (``identity``) left in the memo store."""
+    identity: str = ""
+    """The work identity (:func:`orchestrator.act.memo.work_identity`): the skill folder's tree hash and the sandbox
+    image id. Every stored replay key includes it, and the memo file is named by it."""
 
     @property
     def skill_root(self) -> Path:

@@ -8,7 +8,7 @@ from pathlib import Path
 from orchestrator.act.blackboard import Blackboard
 from orchestrator.act.context import ActDeps
 from orchestrator.act.loop import run_act
-from orchestrator.act.memo import MemoStore, SkillMemoFile
+from orchestrator.act.memo import MemoStore, SkillMemoFile, work_identity
 from orchestrator.act.models import ActRequest, ActResult, RemainingBudgets, Unmet
 from orchestrator.act.workspace import BuildArea, LocalBuildArea, SandboxBuildArea
 from orchestrator.config import Settings
@@ -18,6 +18,7 @@ from orchestrator.sandbox.backend import SandboxBackend
 from orchestrator.sandbox.image import missing_tools
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.skills.models import Skill
+from orchestrator.skills.tree import tree_hash
 
 
 def execute_skill(
@@ -65,6 +66,7 @@ def execute_skill(
             )
         else:
             build = LocalBuildArea(Path(tmp) / "build", disk_mb=request.budgets.disk_write_limit_mb)
+        identity = _identity(skill, sandbox) if store is not None else ""
         deps = ActDeps(
             request=request,
             settings=settings,
@@ -73,12 +75,18 @@ def execute_skill(
             build=build,
             blackboard=blackboard or Blackboard(),
             store=store,
-            prior=store.load(skill.id) if store is not None else SkillMemoFile(),
+            prior=store.load(identity) if store is not None else SkillMemoFile(),
+            identity=identity,
         )
         try:
             return run_act(deps, model, out_dir)
         finally:
             build.close()
+
+
+def _identity(skill: Skill, sandbox: SandboxBackend | None) -> str:
+    """The skill version's work identity: every file of its folder and the image its scripts would run in."""
+    return work_identity(tree_hash(skill.root), sandbox.image_id() if sandbox is not None else "")
 
 
 KNOWN_OPERATIONS = frozenset({"fs-temp", "fs-project", "process-single", "process-chain", "browser-automation"})

@@ -203,4 +203,4 @@ def persist_success(ctx: ActContext) -> None:
         else:
             memo.attempts[key] = ScriptReplay(result=data, outputs=outputs)
     memo.digests.update(ctx.state.read_docs)
-    ctx.deps.store.save(ctx.deps.request.skill_id, memo)
+    ctx.deps.store.save(ctx.deps.identity, memo)

@@ -1,13 +1,16 @@
 """AttemptMemo (same action + same inputs → remembered outcome) and the small on-disk store behind it.
 
-The store lives under ``cache_dir`` and is keyed by content hashes, so it stays correct when a skill changes: a
-changed script, document or input simply never matches an old key. It keeps, per skill:
+The store lives under ``cache_dir`` and is keyed by content hashes only, never by a skill id or a path: each skill
+*version* has its own file, named by its work identity — the hash of every file of the skill folder and the id of
+the sandbox image (:func:`work_identity`). Two libraries sharing ids and an entry script but differing in one helper
+file, or a skill update touching only a helper, never see each other's entries. It keeps, per skill version:
 
 * ``attempts``: successful script runs (script hash + args + build/input state → result and the files it wrote,
   the file bodies kept as content-addressed blobs) so an identical later run can be replayed without a container;
 * ``digests``: documents read during a validated run, by content hash, with their summary — a later run is sent the
   summary of unchanged documents instead of the full text (the model can still ask for the full text);
-* ``verdicts``: semantic verdicts by (expectations, artifact hashes), so identical outputs are not judged twice.
+* ``verdicts``: semantic verdicts by (model, prompt, expectations, the skills' identities, artifact hashes), so
+  identical outputs of identical skills are not judged twice (:func:`verdict_key`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,18 @@ def canonical_digest(*parts: Any) -> str:
     """A stable sha256 over JSON-serialisable parts (dict keys sorted)."""
     text = json.dumps(parts, sort_keys=True, ensure_ascii=False, default=str, separators=(",", ":"))
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def work_identity(skill_tree: str, image_id: str) -> str:
+    """What a skill's stored work depends on besides its call: the skill folder's tree hash and the image id."""
+    return canonical_digest("work", skill_tree, image_id)
+
+
+def verdict_key(
+    model: str, model_settings: Any, prompt: str, expected: Any, skill_trees: Any, files: Any
+) -> str:
+    """The key of a stored semantic verdict: everything the model's judgement was made from."""
+    return canonical_digest("verdict", model, model_settings, prompt, expected, skill_trees, files)
 
 
 class MemoEntry(BaseModel):
@@ -69,22 +84,25 @@ class MemoStore:
         self.root = root
         self._lock = threading.Lock()
 
-    def _skill_file(self, skill_id: str) -> Path:
-        return self.root / "memo" / f"{hashlib.sha256(skill_id.encode()).hexdigest()[:32]}.json"
+    def _skill_file(self, identity: str) -> Path:
+        if len(identity) != 64 or any(c not in "0123456789abcdef" for c in identity):
+            raise ValueError("a memo file is named by a work identity (a sha256), never by an id or a path")
+        return self.root / "memo" / f"{identity}.json"
 
-    def load(self, skill_id: str) -> SkillMemoFile:
-        path = self._skill_file(skill_id)
+    def load(self, identity: str) -> SkillMemoFile:
+        """What validated runs of the skill version ``identity`` (:func:`work_identity`) left behind."""
+        path = self._skill_file(identity)
         try:
             return SkillMemoFile.model_validate_json(path.read_text(encoding="utf-8"))
         except (FileNotFoundError, ValueError):
             return SkillMemoFile()
 
-    def save(self, skill_id: str, memo: SkillMemoFile) -> None:
+    def save(self, identity: str, memo: SkillMemoFile) -> None:
         with self._lock:
-            self._atomic_write(self._skill_file(skill_id), memo.model_dump_json(indent=1).encode("utf-8"))
+            self._atomic_write(self._skill_file(identity), memo.model_dump_json(indent=1).encode("utf-8"))
 
     def get_verdict(self, key: str) -> dict[str, Any] | None:
-        """A stored semantic verdict for ``key`` (a digest of expectations and artifact hashes), or None."""
+        """A stored semantic verdict for ``key`` (:func:`verdict_key`), or None."""
         path = self.root / "verdicts" / f"{key}.json"
         try:
             data = json.loads(path.read_text(encoding="utf-8"))

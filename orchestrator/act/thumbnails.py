@@ -42,7 +42,7 @@ def add_thumbnails(ctx: ActContext, out_dir: Path) -> dict[str, str]:
     made: dict[str, str] = {}
     shas = {f.path: f.sha256 for f in files}
     for source in sources:
-        key = canonical_digest("thumbnail", shas[source], source)
+        key = canonical_digest("thumbnail", deps.identity, shas[source], source)
         if (restored := _restore(ctx, key, source)) is not None:
             made[restored] = source
             continue

@@ -65,3 +65,7 @@ class SandboxBackend(Protocol):
     def image_tools(self) -> dict[str, str]:
         """The tools of the sandbox image and their versions (``{"python3": "3.11.2", ...}``)."""
         ...
+
+    def image_id(self) -> str:
+        """The id of the image scripts run in (stored results are reused only for the same one)."""
+        ...

@@ -115,7 +115,7 @@ class SandboxRunner:
                 retryable=False,
                 code=SandboxErrorCode.BAD_INPUTS,
             )
-        self.ensure_image()
+        image = self.image_id()
         if time.monotonic() - self._last_reap > REAP_INTERVAL_S:
             self._last_reap = time.monotonic()
             self.executor.submit(self._reap_quietly)
@@ -125,7 +125,8 @@ class SandboxRunner:
             root.resolve(),
             disk_mb=disk_mb,
             inputs_dir=inputs_dir,
-            settings=apply_operations(self.settings, operations),
+            # pinned to the id just read: stored results name the image their scripts really ran in
+            settings=apply_operations(self.settings, operations).model_copy(update={"image": image}),
         )
         try:
             job._setup()
@@ -134,21 +135,25 @@ class SandboxRunner:
             raise
         return job
 
+    def image_id(self) -> str:
+        """The id the image's tag names now (read again on every call: a rebuilt image is a new one)."""
+        with docker_errors("sandbox:image"):
+            try:
+                image_id: str = self.api.inspect_image(self.settings.image)["Id"]
+            except docker.errors.ImageNotFound as e:
+                raise SandboxError(
+                    f"sandbox image {self.settings.image} is missing",
+                    where="sandbox:image",
+                    next_step=f"build it: {BUILD_IMAGE_HINT}",
+                    retryable=False,
+                    code=SandboxErrorCode.IMAGE_MISSING,
+                ) from e
+        self._image_id = image_id
+        return image_id
+
     def ensure_image(self) -> str:
-        """The image id, or a :class:`SandboxError` naming the build command when the image is missing."""
-        if self._image_id is None:
-            with docker_errors("sandbox:image"):
-                try:
-                    self._image_id = self.api.inspect_image(self.settings.image)["Id"]
-                except docker.errors.ImageNotFound as e:
-                    raise SandboxError(
-                        f"sandbox image {self.settings.image} is missing",
-                        where="sandbox:image",
-                        next_step=f"build it: {BUILD_IMAGE_HINT}",
-                        retryable=False,
-                        code=SandboxErrorCode.IMAGE_MISSING,
-                    ) from e
-        return self._image_id
+        """The image id (read once, then remembered), or a :class:`SandboxError` naming the build command."""
+        return self._image_id or self.image_id()
 
     # -- orphans ----------------------------------------------------------------------------------------------
 

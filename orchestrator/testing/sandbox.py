@@ -110,7 +110,10 @@ class InMemorySandbox:
         *,
         tools: dict[str, str] | None = None,
         commands: Mapping[str, FakeScript] | None = None,
+        image: str = "sha256:in-memory",
     ):
+        self.image = image
+        """The image id reported (a test changes it to stand for a rebuilt image)."""
         self.scripts = dict(scripts or {})
         self.commands = dict(commands or {})
         self.tools = dict(tools or {"python3": "3.11", "node": "18", "bash": "5"})
@@ -133,6 +136,9 @@ class InMemorySandbox:
 
     def image_tools(self) -> dict[str, str]:
         return dict(self.tools)
+
+    def image_id(self) -> str:
+        return self.image
 
 
 def _entry(path: str, data: bytes) -> BuildFile:

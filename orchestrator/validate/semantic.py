@@ -7,6 +7,7 @@ failed verdict, not an exception. Model errors (unreachable, refused) raise :cla
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import time
@@ -52,6 +53,13 @@ class SemanticOutcome(BaseModel):
 @cache
 def system_prompt() -> str:
     return load_prompt("semantic_validator")
+
+
+@cache
+def prompt_fingerprint() -> str:
+    """sha256 of every text the semantic check sends besides the index: a changed prompt is a new judge."""
+    texts = [load_prompt(name) for name in ("semantic_validator", "semantic_request", "semantic_repair")]
+    return hashlib.sha256("\0".join(texts).encode("utf-8")).hexdigest()
 
 
 def index_lines(files: Sequence[FileEntry], limit: int = MAX_INDEX_ENTRIES) -> str:

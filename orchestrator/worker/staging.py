@@ -43,6 +43,9 @@ class StagedSandbox:
     def image_tools(self) -> dict[str, str]:
         return self._backend.image_tools()
 
+    def image_id(self) -> str:
+        return self._backend.image_id()
+
     def __getattr__(self, name: str) -> Any:
         return getattr(self._backend, name)
 

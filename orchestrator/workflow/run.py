@@ -23,7 +23,7 @@ from typing import Any, Literal
 from orchestrator.act.blackboard import Blackboard
 from orchestrator.act.engine import execute_skill
 from orchestrator.act.evidence import catalog_files
-from orchestrator.act.memo import MemoStore, canonical_digest
+from orchestrator.act.memo import MemoStore, verdict_key
 from orchestrator.act.models import ActRequest, ActResult, Disclosure, Unmet
 from orchestrator.config import Settings
 from orchestrator.errors import OrchestratorError, WorkflowError
@@ -35,7 +35,9 @@ from orchestrator.select.index import SkillIndex, skill_docs
 from orchestrator.select.shortlist import make_shortlist, model_invocable
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.skills.models import SkillSummary
+from orchestrator.skills.tree import tree_hash
 from orchestrator.validate.rules import ContractRules, ExpectedOutputs
+from orchestrator.validate.semantic import prompt_fingerprint
 from orchestrator.validate.stats import ValidationStats
 from orchestrator.validate.validator import ValidationReport, validate_outputs
 from orchestrator.workflow.models import (
@@ -430,8 +432,14 @@ def _final_validation(state: GoalState, rt: Runtime) -> ValidationReport | None:
 
 def _semantic(state: GoalState, rt: Runtime, expected: ExpectedOutputs, contract: ValidationReport) -> ValidationReport:
     """The model's verdict, reused when the same expectations were already judged on byte-identical artifacts."""
-    key = canonical_digest(
-        "verdict", rt.model.name, expected.model_dump(mode="json"), sorted((f.path, f.sha256) for f in contract.files)
+    assert state.plan is not None
+    key = verdict_key(
+        rt.model.name,
+        rt.settings.model.model_dump(mode="json"),
+        prompt_fingerprint(),
+        expected.model_dump(mode="json"),
+        sorted({tree_hash(rt.library.get(s.skill).root) for s in state.plan.steps}),
+        sorted((f.path, f.sha256) for f in contract.files),
     )
     cached = rt.store.get_verdict(key) if rt.store is not None else None
     if cached is not None:

@@ -59,7 +59,9 @@ def run_script(ctx: ActContext, args: RunScriptArgs) -> ToolOutcome:
     if ctx.state.script_failures_by.get(attempt, 0) >= MAX_SCRIPT_FAILURES:
         return fail(render_prompt("notes/retry_used", script=rel))
     build_state = [(f.path, f.sha256) for f in ctx.deps.build.list_files()]
-    key = canonical_digest("run_script", rel, source_sha, args.args, args.argv, build_state, _inputs_state(ctx))
+    key = canonical_digest(
+        "run_script", ctx.deps.identity, rel, source_sha, args.args, args.argv, build_state, _inputs_state(ctx)
+    )
     if (remembered := _remembered(ctx, key, command=False)) is not None:
         return remembered
     replay = ctx.deps.prior.attempts.get(key)
@@ -138,7 +140,7 @@ def run_command(ctx: ActContext, args: RunCommandArgs) -> ToolOutcome:
             allowed=allowed,
         )
     build_state = [(f.path, f.sha256) for f in ctx.deps.build.list_files()]
-    key = canonical_digest("run_command", args.argv, build_state, _inputs_state(ctx))
+    key = canonical_digest("run_command", ctx.deps.identity, args.argv, build_state, _inputs_state(ctx))
     if (remembered := _remembered(ctx, key, command=True)) is not None:
         return remembered
     timeout_s = args.timeout_s or ctx.deps.request.budgets.script_timeout_s
