@@ -63,6 +63,7 @@ def execute_skill(
                 disk_mb=request.budgets.disk_write_limit_mb,
                 inputs_dir=request.inputs_dir,
                 operations=tuple(skill.declarations.operations),
+                goal=request.goal_id or request.job_id,
             )
         else:
             build = LocalBuildArea(Path(tmp) / "build", disk_mb=request.budgets.disk_write_limit_mb)

@@ -45,6 +45,8 @@ class ActRequest(BaseModel):
     budgets: Budgets = Budgets()
     qa_mode: Literal["final", "step", "off"] = "final"
     job_id: str = "act"
+    goal_id: str | None = None
+    """The goal (worker job) this Act is a step of; its sandbox containers are labelled with it exactly."""
 
 
 class Artifact(BaseModel):

@@ -138,9 +138,11 @@ class SandboxBuildArea:
         disk_mb: int,
         inputs_dir: Path | None,
         operations: tuple[str, ...] = (),
+        goal: str = "",
     ) -> None:
         self._backend = backend
         self._operations = operations
+        self._goal = goal
         self._job_id = job_id
         self._skill_root = skill_root
         self._disk_mb = disk_mb
@@ -156,6 +158,7 @@ class SandboxBuildArea:
                 disk_mb=self._disk_mb,
                 inputs_dir=self._inputs_dir,
                 operations=self._operations,
+                goal=self._goal,
             )
         return self._job
 

@@ -58,8 +58,12 @@ class SandboxBackend(Protocol):
         disk_mb: int = ...,
         inputs_dir: Path | None = None,
         operations: Sequence[str] = (),
+        goal: str = "",
     ) -> SandboxJobArea:
-        """A job whose scripts see ``skill_root`` read-only and ``inputs_dir`` as ``/inputs``; close it after use."""
+        """A job whose scripts see ``skill_root`` read-only and ``inputs_dir`` as ``/inputs``; close it after use.
+
+        ``goal`` is the id of the goal (the worker's job) the sandbox job works for: its containers carry it as a
+        label, and a goal's clean-up removes exactly the containers whose label equals its id."""
         ...
 
     def image_tools(self) -> dict[str, str]:

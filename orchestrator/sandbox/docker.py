@@ -95,6 +95,7 @@ class SandboxRunner:
         disk_mb: int = 50,
         inputs_dir: Path | None = None,
         operations: Sequence[str] = (),
+        goal: str = "",
     ) -> SandboxJob:
         """Set up a job's volumes and holder; the caller must ``close()`` it (or use it as a context manager).
 
@@ -123,6 +124,7 @@ class SandboxRunner:
             self,
             job_id,
             root.resolve(),
+            goal=goal or job_id,
             disk_mb=disk_mb,
             inputs_dir=inputs_dir,
             # pinned to the id just read: stored results name the image their scripts really ran in

@@ -108,6 +108,7 @@ class SandboxJob:
         job_id: str,
         skill_root: Path,
         *,
+        goal: str = "",
         disk_mb: int,
         inputs_dir: Path | None,
         settings: SandboxSettings | None = None,
@@ -115,6 +116,8 @@ class SandboxJob:
         self.runner = runner
         self.settings = settings or runner.settings  # the runner's, raised by the skill's declared operations
         self.job_id = job_id
+        self.goal = goal or job_id
+        """The goal (worker job) this sandbox job works for: its clean-up matches this label exactly."""
         self.skill_root = skill_root
         self.disk_mb = disk_mb
         self.inputs_dir = Path(inputs_dir).resolve() if inputs_dir is not None else None
@@ -148,6 +151,7 @@ class SandboxJob:
             self.settings.label_prefix,
             owner=self.runner.owner,
             job=self.job_id,
+            goal=self.goal,
             role=role,
             call=call,
             jobdir=str(self.job_dir),

@@ -61,11 +61,14 @@ def owner_alive(owner: str) -> bool | None:
     return True
 
 
-def labels(prefix: str, *, owner: str, job: str, role: str, call: int | None = None, **extra: str) -> dict[str, str]:
+def labels(
+    prefix: str, *, owner: str, job: str, role: str, call: int | None = None, goal: str = "", **extra: str
+) -> dict[str, str]:
     out = {
         f"{prefix}.managed": "1",
         f"{prefix}.owner": owner,
         f"{prefix}.job": job,
+        f"{prefix}.goal": goal or job,
         f"{prefix}.role": role,
         f"{prefix}.created": f"{time.time():.3f}",
     }
@@ -152,27 +155,28 @@ def _remove_volume(api: docker.APIClient, name: str, attempts: int = 5) -> bool:
 
 
 def remove_job_resources(client: docker.DockerClient, prefix: str, job_id: str) -> int:
-    """Force-remove the containers and volumes of one job (``<prefix>.job`` is the job id or ``<job id>-N``).
+    """Force-remove the containers and volumes of one goal: exactly those labelled ``<prefix>.goal=<job_id>``.
 
     Used when a job is taken over or hits its time limit: its containers are children of the engine, not of
-    the worker process, so they outlive a killed worker. Returns how many containers were removed.
+    the worker process, so they outlive a killed worker. The engine filters by label *equality*, never by a
+    prefix: job ``acme`` never touches the sandbox of job ``acme-report`` (or of ``acme-0``). Returns how many
+    containers were removed.
     """
     api = client.api
-    key = f"{prefix}.job"
+    exact = f"{prefix}.goal={job_id}"
 
     def ours(resource_labels: dict[str, str] | None) -> bool:
-        value = (resource_labels or {}).get(key, "")
-        return value == job_id or value.startswith(f"{job_id}-")
+        return (resource_labels or {}).get(f"{prefix}.goal") == job_id  # the engine's filter, checked again
 
     removed = 0
-    for info in api.containers(all=True, filters={"label": key}):
+    for info in api.containers(all=True, filters={"label": exact}):
         if ours(info.get("Labels")):
             try:
                 api.remove_container(info["Id"], force=True, v=False)
                 removed += 1
             except docker.errors.NotFound:
                 pass
-    for vol in api.volumes(filters={"label": key}).get("Volumes") or []:
+    for vol in api.volumes(filters={"label": exact}).get("Volumes") or []:
         if ours(vol.get("Labels")):
             _remove_volume(api, vol["Name"])
     if removed:

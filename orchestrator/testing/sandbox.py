@@ -119,6 +119,7 @@ class InMemorySandbox:
         self.tools = dict(tools or {"python3": "3.11", "node": "18", "bash": "5"})
         self.jobs: list[InMemoryJob] = []
         self.operations: list[tuple[str, ...]] = []  # what each job was opened with
+        self.goals: list[str] = []  # the goal each job was opened for
 
     def open_job(
         self,
@@ -128,8 +129,10 @@ class InMemorySandbox:
         disk_mb: int = 50,
         inputs_dir: Path | None = None,
         operations: Sequence[str] = (),
+        goal: str = "",
     ) -> InMemoryJob:
         self.operations.append(tuple(operations))
+        self.goals.append(goal or job_id)
         job = InMemoryJob(job_id, self.scripts, disk_mb, self.commands)
         self.jobs.append(job)
         return job

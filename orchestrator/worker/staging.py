@@ -35,9 +35,11 @@ class StagedSandbox:
         disk_mb: int = 50,
         inputs_dir: Path | None = None,
         operations: Sequence[str] = (),
+        goal: str = "",
     ) -> SandboxJobArea:
         return StagedJob(
-            self._backend, job_id, skill_root, disk_mb=disk_mb, inputs_dir=inputs_dir, operations=operations
+            self._backend, job_id, skill_root, disk_mb=disk_mb, inputs_dir=inputs_dir, operations=operations,
+            goal=goal,
         )
 
     def image_tools(self) -> dict[str, str]:
@@ -62,9 +64,11 @@ class StagedJob:
         disk_mb: int,
         inputs_dir: Path | None,
         operations: Sequence[str] = (),
+        goal: str = "",
     ) -> None:
         self._backend = backend
         self._args = (job_id, skill_root)
+        self._goal = goal
         self._disk_mb = disk_mb
         self._inputs_dir = inputs_dir
         self._operations = tuple(operations)
@@ -75,7 +79,8 @@ class StagedJob:
     def _real(self) -> SandboxJobArea:
         if self._job is None:
             job = self._backend.open_job(
-                *self._args, disk_mb=self._disk_mb, inputs_dir=self._inputs_dir, operations=self._operations
+                *self._args, disk_mb=self._disk_mb, inputs_dir=self._inputs_dir, operations=self._operations,
+                goal=self._goal,
             )
             try:
                 for f in self._local.list_files():

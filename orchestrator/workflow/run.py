@@ -197,6 +197,7 @@ def act_step(state: GoalState, index: int, rt: Runtime, *, feedback: Sequence[st
         budgets=rt.settings.limits,
         qa_mode=rt.settings.qa.mode,
         job_id=f"{state.job_id}-{index}",
+        goal_id=state.job_id,
     )
     rt.emit("act.started", job=state.job_id, step=index, skill=step.skill)
     result = execute_skill(

@@ -69,3 +69,36 @@ def test_a_killed_process_leaves_orphans_that_the_reaper_removes(
     assert states and all(s != "running" for s in states)
     assert runner.reap() >= 4
     assert job_resources(docker_client, job_name) == ([], [])
+
+
+def _goal_containers(docker_client, goal: str) -> list[str]:
+    found = docker_client.api.containers(all=True, filters={"label": f"orchtest.goal={goal}"})
+    return sorted(c["Id"] for c in found)
+
+
+def test_a_goals_clean_up_removes_exactly_its_own_containers_never_a_prefix_match(
+    runner: SandboxRunner, docker_client, make_skill
+):
+    """Attack: job ``acme`` once killed ``acme-report``'s sandbox (and a job ``2026`` every default id's)."""
+    from orchestrator.sandbox.reaper import remove_job_resources
+
+    skill = make_skill({"ok.py": "print('{}')"})
+    stamp = time.time_ns()
+    target = f"acme{stamp}"
+    others = [f"{target}-report", f"{target}-0", f"{target}.1", f"{target}_x", f"{target}-report-0"]
+    jobs = {}
+    try:
+        for goal in [target, *others]:
+            # each goal's step job is named the way the workflow names it (<goal>-<step>)
+            jobs[goal] = runner.open_job(f"{goal}-0", skill, goal=goal)
+            assert jobs[goal].run_script("ok.py").ok
+        assert all(jobs[goal].holder in _goal_containers(docker_client, goal) for goal in jobs)
+        assert remove_job_resources(docker_client, "orchtest", target) >= 1
+        assert _goal_containers(docker_client, target) == []
+        for goal in others:  # every look-alike id keeps its sandbox: its holder (and build/) and its next call
+            assert jobs[goal].holder in _goal_containers(docker_client, goal), goal
+            assert jobs[goal].run_script("ok.py").ok
+        assert remove_job_resources(docker_client, "orchtest", f"{target}-") == 0  # a bare prefix matches nothing
+    finally:
+        for job in jobs.values():
+            job.close()
