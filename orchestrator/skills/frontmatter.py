@@ -21,6 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.skills.models import KNOWN_OPERATIONS, Declarations, Problem, Severity
+from orchestrator.skills.recover import recover_fields
 
 SPEC_KEYS = ("name", "description", "license", "allowed-tools", "metadata", "compatibility")
 DECLARATION_KEYS = ("requires-tools", "operations", "input-schema")
@@ -63,6 +64,9 @@ def _body(lines: list[str], start: int) -> tuple[str, int]:
     return "\n".join(lines[start:]), start + 1
 
 
+_ALIASES_REFUSED = "YAML aliases (*name) are not allowed in a frontmatter"
+
+
 class _NoAliasLoader(yaml.SafeLoader):
     """SafeLoader that refuses aliases: a frontmatter never needs them and they allow exponential blow-ups."""
 
@@ -70,7 +74,7 @@ class _NoAliasLoader(yaml.SafeLoader):
         if self.check_event(yaml.AliasEvent):
             peek = cast("Callable[[], yaml.Event]", self.peek_event)  # untyped in the stubs
             mark = cast("yaml.error.Mark | None", peek().start_mark)
-            raise yaml.composer.ComposerError(None, None, "YAML aliases (*name) are not allowed in a frontmatter", mark)
+            raise yaml.composer.ComposerError(None, None, _ALIASES_REFUSED, mark)
         return super().compose_node(parent, index)
 
 
@@ -100,9 +104,7 @@ def decode_text(data: bytes, problems: _Collector) -> str | None:
         problems.add("encoding_bom", "UTF-8 byte-order mark at byte 0 (removed)", "warning", line=1)
         data, offset = data[3:], 3
     elif data.startswith(_UTF16_BOMS):
-        problems.add(
-            "encoding_utf16", "UTF-16 text (byte-order mark at byte 0); expected UTF-8", "warning", line=1
-        )
+        problems.add("encoding_utf16", "UTF-16 text (byte-order mark at byte 0); expected UTF-8", "warning", line=1)
         text = data.decode("utf-16", errors="replace")
         return _normalize_newlines(text, problems)
     if b"\0" in data:
@@ -143,9 +145,7 @@ def parse_skill_md(data: bytes, *, folder_name: str | None, path: str = SKILL_MD
     """Parse and check one SKILL.md. ``folder_name`` is the skill folder's name (None: do not compare)."""
     problems = _Collector(path)
     if not data.strip():
-        problems.add(
-            "skill_md_empty", "SKILL.md is empty" if not data else "SKILL.md holds only whitespace", "error"
-        )
+        problems.add("skill_md_empty", "SKILL.md is empty" if not data else "SKILL.md holds only whitespace", "error")
         return ParsedSkillMd(problems=problems.items)
     text = decode_text(data, problems)
     if text is None:
@@ -171,7 +171,10 @@ def parse_skill_md(data: bytes, *, folder_name: str | None, path: str = SKILL_MD
         body, body_line = _body(lines, 1)
         return ParsedSkillMd(body=body, body_line=body_line, problems=problems.items)
     body, body_line = _body(lines, close + 1)
-    fields = _read_yaml("\n".join(lines[1:close]) + "\n", problems)
+    yaml_text = "\n".join(lines[1:close]) + "\n"
+    fields, recoverable = _read_yaml(yaml_text, problems)
+    if fields is None and recoverable:
+        fields = _recovered(yaml_text, problems)
     if fields is None:
         return ParsedSkillMd(body=body, body_line=body_line, problems=problems.items)
     return _check_fields(fields, folder_name, body, problems).model_copy(update={"body_line": body_line})
@@ -181,7 +184,9 @@ def parse_skill_md(data: bytes, *, folder_name: str | None, path: str = SKILL_MD
 _Fields = dict[str, tuple[Any, int, str | None]]
 
 
-def _read_yaml(yaml_text: str, problems: _Collector) -> _Fields | None:
+def _read_yaml(yaml_text: str, problems: _Collector) -> tuple[_Fields | None, bool]:
+    """The fields, or None and whether the failure was a YAML syntax error (which line-by-line reading may
+    get past, :func:`_recovered`)."""
     try:
         loader = _NoAliasLoader(yaml_text)
     except yaml.reader.ReaderError as e:  # a control character the YAML reader refuses outright
@@ -192,22 +197,20 @@ def _read_yaml(yaml_text: str, problems: _Collector) -> _Fields | None:
             "error",
             line=line,
         )
-        return None
+        return None, False
     try:
         node = loader.get_single_node()
         if node is None:
-            return {}
+            return {}, False
         if not isinstance(node, yaml.MappingNode):
-            kind = {"ScalarNode": "a single value", "SequenceNode": "a list"}.get(
-                type(node).__name__, "not a mapping"
-            )
+            kind = {"ScalarNode": "a single value", "SequenceNode": "a list"}.get(type(node).__name__, "not a mapping")
             problems.add(
                 "frontmatter_not_mapping",
                 f"the frontmatter is {kind}, not 'key: value' lines",
                 "error",
                 line=node.start_mark.line + 2,
             )
-            return None
+            return None, False
         fields: _Fields = {}
         for key_node, value_node in node.value:
             key = loader.construct_object(key_node, deep=True)
@@ -224,19 +227,38 @@ def _read_yaml(yaml_text: str, problems: _Collector) -> _Fields | None:
             style = value_node.style if isinstance(value_node, yaml.ScalarNode) else None
             value = loader.construct_object(value_node, deep=True)
             fields[name] = (value, line, style if style in ("|", ">") else None)
-        return fields
+        return fields, False
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         at_line = mark.line + 2 if mark is not None else None
         where = f"line {at_line}, column {mark.column + 1}" if mark is not None else "frontmatter"
         detail = " ".join(filter(None, [e.context, e.problem])) or str(e)
         problems.add("frontmatter_yaml_error", f"YAML error at {where}: {detail}", "error", line=at_line)
-        return None
+        return None, e.problem != _ALIASES_REFUSED  # an alias is no quoting slip: the file stays refused
     except (yaml.YAMLError, ValueError, TypeError, RecursionError) as e:
         problems.add("frontmatter_yaml_error", f"YAML error: {e}", "error", line=2)
-        return None
+        return None, True
     finally:
         loader.dispose()
+
+
+def _recovered(yaml_text: str, problems: _Collector) -> _Fields | None:
+    """After a YAML syntax error: name and description read line by line, the error turned into a warning that
+    says what was recovered; None when either cannot be read (the error stands and the skill is not listed)."""
+    last = problems.items[-1]
+    found = recover_fields(yaml_text)
+    if "name" not in found or "description" not in found:
+        return None
+    problems.items.pop()
+    keys = ", ".join(f"'{k}'" for k in found)
+    keys = " and ".join(keys.rsplit(", ", 1))
+    problems.add(
+        "frontmatter_recovered",
+        f"{last.message}; read {keys} line by line (other keys ignored)",
+        "warning",
+        line=last.line,
+    )
+    return {key: (value, line, None) for key, (value, line) in found.items()}
 
 
 def _check_fields(fields: _Fields, folder_name: str | None, body: str, problems: _Collector) -> ParsedSkillMd:
@@ -288,9 +310,7 @@ def _flag(fields: _Fields, key: str, problems: _Collector) -> bool:
 def _required_text(fields: _Fields, key: str, problems: _Collector) -> str | None:
     if key not in fields or fields[key][0] is None:
         line = fields[key][1] if key in fields else None
-        problems.add(
-            f"{key}_missing", f"required field '{key}' is missing or empty", "error", line=line, field=key
-        )
+        problems.add(f"{key}_missing", f"required field '{key}' is missing or empty", "error", line=line, field=key)
         return None
     value, line, style = fields[key]
     if not isinstance(value, str):
@@ -305,8 +325,7 @@ def _required_text(fields: _Fields, key: str, problems: _Collector) -> str | Non
     if style:
         problems.add(
             "block_scalar",
-            f"'{key}' is a YAML block scalar ('{style}'); "
-            f"read as {'folded' if style == '>' else 'literal'} text",
+            f"'{key}' is a YAML block scalar ('{style}'); read as {'folded' if style == '>' else 'literal'} text",
             "warning",
             line=line,
             field=key,
@@ -324,9 +343,7 @@ def _check_name(name: str, line: int, folder_name: str | None, problems: _Collec
             line=line,
             field="name",
         )
-    if folder_name is not None and unicodedata.normalize("NFC", name) != unicodedata.normalize(
-        "NFC", folder_name
-    ):
+    if folder_name is not None and unicodedata.normalize("NFC", name) != unicodedata.normalize("NFC", folder_name):
         problems.add(
             "name_folder_mismatch",
             f"name {name!r} differs from the skill folder's name {folder_name!r}",
@@ -360,9 +377,7 @@ def _optional_text(fields: _Fields, key: str, problems: _Collector) -> str | Non
     value, line, style = fields[key]
     if isinstance(value, str):
         return value
-    problems.add(
-        "field_invalid", f"'{key}' should be a string, found {_kind(value)}", "warning", line=line, field=key
-    )
+    problems.add("field_invalid", f"'{key}' should be a string, found {_kind(value)}", "warning", line=line, field=key)
     return None
 
 

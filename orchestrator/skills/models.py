@@ -37,7 +37,8 @@ PROBLEM_CODES: dict[str, str] = {
     # frontmatter
     "frontmatter_missing": "the file does not start with a '---' frontmatter block",
     "frontmatter_unterminated": "the '---' frontmatter block is never closed",
-    "frontmatter_yaml_error": "the frontmatter is not valid YAML",
+    "frontmatter_yaml_error": "the frontmatter is not valid YAML, and name and description cannot be read line by line",
+    "frontmatter_recovered": "the frontmatter is not valid YAML; name and description were read line by line",
     "frontmatter_not_mapping": "the frontmatter is valid YAML but not a mapping of keys to values",
     "duplicate_key": "a frontmatter key appears more than once (the last one wins)",
     "unknown_key": "a frontmatter key that the Agent Skills specification does not define",

@@ -35,6 +35,22 @@ def test_list_json_gives_every_skill_with_its_problems_and_exits_0(make_skill, s
     assert {"code", "message", "severity"} <= set(listed[0]["problems"][0])
 
 
+def test_a_skill_whose_frontmatter_has_a_quoting_slip_is_listed_with_a_warning_saying_what_was_read(
+    make_skill, skills_root
+):
+    make_skill("ocr-notes", text="---\nname: ocr-notes\ndescription: Reads scans: makes text searchable\n---\nBody\n")
+    make_skill("hopeless", text="---\nname: [hopeless\ndescription: x: y\n---\n")
+    result = run("list", "--root", str(skills_root), "--json")
+    assert result.exit_code == 0, result.output
+    listed = {s["id"]: s for s in json.loads(result.stdout)}
+    assert listed["ocr-notes"]["description"] == "Reads scans: makes text searchable"
+    (warning,) = listed["ocr-notes"]["problems"]
+    assert warning["code"] == "frontmatter_recovered" and warning["severity"] == "warning"
+    assert "'name' and 'description'" in warning["message"]
+    assert listed["hopeless"]["name"] is None
+    assert listed["hopeless"]["problems"][0]["code"] == "frontmatter_yaml_error"
+
+
 def test_show_json_gives_the_skill_its_references_and_problems(make_skill, skills_root):
     make_skill(
         "decks",

@@ -17,9 +17,7 @@ def codes(parsed) -> list[str]:
 
 
 def test_a_valid_skill_md_gives_its_exact_name_description_and_body_without_problems():
-    parsed = parse(
-        "---\nname: demo\ndescription: Makes demos. Use it when asked for one.\n---\n\n# Demo\n\nBody.\n"
-    )
+    parsed = parse("---\nname: demo\ndescription: Makes demos. Use it when asked for one.\n---\n\n# Demo\n\nBody.\n")
     assert parsed.name == "demo"
     assert parsed.description == "Makes demos. Use it when asked for one."
     assert parsed.body == "# Demo\n\nBody.\n"
@@ -30,9 +28,7 @@ def test_a_valid_skill_md_gives_its_exact_name_description_and_body_without_prob
 def test_a_long_quoted_description_with_colons_and_quotes_is_kept_exactly():
     description = 'Slides: create, edit; read "decks" (.pptx) - when the user says "deck", use it: always.'
     escaped = description.replace('"', '\\"')
-    parsed = parse(
-        f'---\nname: demo\ndescription: "{escaped}"\nlicense: Complete terms in LICENSE.txt\n---\nx\n'
-    )
+    parsed = parse(f'---\nname: demo\ndescription: "{escaped}"\nlicense: Complete terms in LICENSE.txt\n---\nx\n')
     assert parsed.description == description
     assert parsed.license == "Complete terms in LICENSE.txt"
     assert parsed.problems == []
@@ -125,10 +121,65 @@ def test_a_yaml_syntax_error_names_its_line_in_the_file():
     assert parsed.body == "body\n"
 
 
-def test_an_unquoted_colon_in_a_description_is_a_yaml_error_on_that_line():
+def test_an_unquoted_colon_in_a_description_is_recovered_line_by_line_with_a_warning_on_that_line():
     parsed = parse("---\nname: demo\ndescription: Use this when: things happen\n---\n")
+    assert (parsed.name, parsed.description) == ("demo", "Use this when: things happen")
     (problem,) = parsed.problems
-    assert (problem.code, problem.line) == ("frontmatter_yaml_error", 3)
+    assert (problem.code, problem.severity, problem.line) == ("frontmatter_recovered", "warning", 3)
+    assert "line 3" in problem.message and "read 'name' and 'description' line by line" in problem.message
+
+
+@pytest.mark.parametrize(
+    ("frontmatter", "name", "description"),
+    [
+        # a description that starts like a YAML alias (Markdown bold)
+        ("name: coach\ndescription: **Running coach** plans your week", "coach", "**Running coach** plans your week"),
+        # text after the closing quote; YAML's own escapes still apply inside the quotes
+        ('name: q\ndescription: "Say \\"hi\\": politely" then more', "q", 'Say "hi": politely'),
+        ("name: q\ndescription: 'It''s: fine' tail", "q", "It's: fine"),
+        # another key is broken (a quoted value with an unindented tail); the description is a block scalar
+        (
+            'name: memo\nsummary: "short"\n  broken tail...\n'
+            "description: |-\n  Keeps notes.\n  Use when asked.\ntags:\n- a",
+            "memo",
+            "Keeps notes.\nUse when asked.",
+        ),
+        # a folded description whose continuation line holds ': '
+        (
+            "name: f\ndescription: >\n  Reads logs\n  when: the build fails\nx: [",
+            "f",
+            "Reads logs when: the build fails",
+        ),
+        # a plain description continued on indented lines, with a comment after the name
+        ("name: p # the id\ndescription: Finds\n  slow queries: fast\nbad: : :", "p", "Finds slow queries: fast"),
+    ],
+)
+def test_quoting_slips_still_yield_name_and_description(frontmatter, name, description):
+    parsed = parse(f"---\n{frontmatter}\n---\nbody\n", folder=None)
+    assert (parsed.name, parsed.description) == (name, description)
+    assert codes(parsed)[0] == "frontmatter_recovered"
+    assert parsed.body == "body\n"
+
+
+def test_a_recovered_frontmatter_keeps_disable_model_invocation_so_a_slip_never_makes_a_skill_invocable():
+    parsed = parse("---\nname: demo\ndisable-model-invocation: true\ndescription: Deploys: prod\n---\n")
+    assert parsed.disable_model_invocation is True
+    assert "'disable-model-invocation'" in parsed.problems[0].message
+
+
+@pytest.mark.parametrize(
+    "frontmatter",
+    [
+        "name: demo\ndescription: [a list: never closed",  # a flow collection is not text
+        "name: demo\ndescription:\n  - a: b\nx: y: z",  # nor is a list
+        "description: Finds things: fast",  # no name to recover
+    ],
+)
+def test_a_frontmatter_without_both_fields_readable_stays_a_yaml_error(frontmatter):
+    parsed = parse(f"---\n{frontmatter}\n---\n")
+    assert codes(parsed) == ["frontmatter_yaml_error"]
+    assert parsed.problems[0].severity == "error"
+    assert parsed.name is None and parsed.description is None
 
 
 @pytest.mark.parametrize("yaml_text", ["- a\n- b", "just a sentence"])
@@ -196,9 +247,7 @@ def test_a_repeated_key_is_reported_and_the_last_value_wins():
 
 def test_yaml_aliases_are_refused_so_a_frontmatter_cannot_explode():
     bomb = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a]\nc: [*b, *b, *b, *b]\n"
-    parsed = parse(
-        f"---\nname: demo\ndescription: d\nmetadata:\n  {bomb.replace(chr(10), chr(10) + '  ')}\n---\n"
-    )
+    parsed = parse(f"---\nname: demo\ndescription: d\nmetadata:\n  {bomb.replace(chr(10), chr(10) + '  ')}\n---\n")
     assert "frontmatter_yaml_error" in codes(parsed)
     assert "aliases" in parsed.problems[0].message
 
@@ -218,9 +267,7 @@ def test_optional_fields_of_the_wrong_shape_are_warnings():
 
 
 def test_yaml_dates_and_binary_in_metadata_become_json_safe_values():
-    parsed = parse(
-        "---\nname: demo\ndescription: d\nmetadata:\n  released: 2024-05-01\n  blob: !!binary aGk=\n---\n"
-    )
+    parsed = parse("---\nname: demo\ndescription: d\nmetadata:\n  released: 2024-05-01\n  blob: !!binary aGk=\n---\n")
     assert parsed.metadata == {"released": "2024-05-01", "blob": "aGk="}
 
 
