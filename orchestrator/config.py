@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from orchestrator.errors import ConfigError
@@ -97,9 +97,70 @@ class SandboxSettings(_Section):
     label_prefix: str = "orchestrator"
 
 
+Severity = Literal["error", "warning", "off"]
+DEFAULT_LAYOUT_RULES: dict[str, Severity] = {
+    "unreadable": "error",
+    "slide_size": "error",
+    "off_slide": "error",
+    "overlap": "error",
+    "overflow": "error",
+    "empty_placeholder": "error",
+    "duplicate_text": "error",
+    "confined": "error",
+    "brand_font": "error",
+    "brand_color": "error",
+    "off_page": "error",
+    "cell_overflow": "error",
+    "chart_overlap": "error",
+    "font_missing": "warning",
+    "font_substituted": "warning",
+    "duplicate_title": "warning",
+    "picture_overlap": "warning",
+    "small_text": "warning",
+    "too_large": "warning",
+}
+
+
+class LayoutSettings(_Section):
+    """The layout check of .pptx/.docx/.xlsx outputs (contract stage; docs/validation.md "The layout check").
+
+    ``rules`` maps each finding to ``error`` (a violation: the contract fails), ``warning`` (reported under
+    ``warnings``, the contract still passes) or ``off``; rules left out keep their default.
+    """
+
+    enabled: bool = True
+    rules: dict[str, Severity] = Field(default_factory=dict, description="severity per finding, over the defaults")
+    fit_tolerance: float = Field(0.08, ge=0, le=1, description="text may need this much more height than its box")
+    min_content_width: float = Field(
+        0.75, ge=0, le=1, description="share of a wide slide's width the content must span"
+    )
+    overlap_min_share: float = Field(0.02, ge=0, le=1, description="overlap (share of the smaller box) that counts")
+    edge_tolerance: float = Field(0.01, ge=0, le=0.5, description="share of the slide a shape may stick out")
+
+    @field_validator("rules")
+    @classmethod
+    def _known_rules(cls, value: dict[str, Severity]) -> dict[str, Severity]:
+        unknown = sorted(set(value) - set(DEFAULT_LAYOUT_RULES))
+        if unknown:
+            raise ValueError(f"unknown layout rules {unknown}; known: {sorted(DEFAULT_LAYOUT_RULES)}")
+        return value
+
+    def severity(self, rule: str) -> Severity:
+        return self.rules.get(rule, DEFAULT_LAYOUT_RULES.get(rule, "error"))
+
+
 class QASettings(_Section):
     mode: Literal["final", "step", "off"] = "final"
-    thumbnails: bool = Field(True, description="a PNG of page 1 of each .pptx/.docx/.xlsx output, in the catalog")
+    thumbnails: bool = Field(True, description="a contact sheet of every page of each .pptx/.docx/.xlsx output")
+    thumbnail_max_files: int = Field(
+        8, ge=0, description="Office files rendered per Act (outputs and view_image); the rest get none"
+    )
+    thumbnail_max_pages: int = Field(24, ge=1, le=100, description="pages drawn on one contact sheet")
+    thumbnail_pages: bool = Field(False, description="also keep a PNG of every page in the catalog")
+    semantic_images: bool = Field(
+        True, description="send the contact sheets to the semantic check (off for a model without image input)"
+    )
+    layout: LayoutSettings = LayoutSettings()
 
 
 class SupervisorSettings(_Section):
