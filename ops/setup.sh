@@ -69,7 +69,7 @@ log "building the compose stack's images (skipped when up to date)"
 .venv/bin/python -m orchestrator compose build-images
 if [ ! -e .env ] || grep -q '^# Written by `python -m orchestrator compose env --write`' .env; then
   .venv/bin/python -m orchestrator compose env --write >/dev/null
-  echo "compose settings written to .env (docker-compose up -d starts the stack)"
+  echo "compose settings written to .env: host paths, and a random Redis password and Flower login (kept on reruns)"
 else
   echo "note: .env was not written by this project; add the lines of \`python -m orchestrator compose env\` to it"
 fi

@@ -3,7 +3,8 @@
 Builds the images (skipped when up to date), brings the stack up under a project name of its own with free
 loopback ports, submits a small batch of goals through the producer (``submit --wait``) on this host against the
 stack's redis, requires every job ``done`` with its artifacts on disk, checks that Flower's API lists the tasks
-and that Flower's tasks page, loaded in headless Chromium, shows their names; then ``down -v``, always.
+and that Flower's tasks page, loaded in headless Chromium, shows their names; Redis and Flower run with a fresh
+password and login (as ``compose env --write`` generates them) and refuse clients without; then ``down -v``, always.
 Prints one line ``compose smoke: PASS ...`` or ``compose smoke: FAIL ...`` and exits 0 or 1.
 
 Run from the repository root after ``bash ops/setup.sh``: ``.venv/bin/python ops/ci/compose_smoke.py``.
@@ -30,6 +31,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+import redis
 from pptx import Presentation
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,10 +97,9 @@ def ensure_chromium() -> str:
     return path
 
 
-def http_get(url: str, auth: str, timeout: float = 10) -> tuple[int, bytes]:
-    request = urllib.request.Request(
-        url, headers={"Authorization": "Basic " + base64.b64encode(auth.encode()).decode()}
-    )
+def http_get(url: str, auth: str | None, timeout: float = 10) -> tuple[int, bytes]:
+    headers = {"Authorization": "Basic " + base64.b64encode(auth.encode()).decode()} if auth else {}
+    request = urllib.request.Request(url, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             return response.status, response.read()
@@ -164,9 +165,30 @@ def check_jobs(
     return problems
 
 
+def check_redis_auth(port: int, password: str) -> list[str]:
+    """The stack's Redis answers only with its password: no password and a wrong one are refused."""
+    problems = []
+    for label, url in [("no password", f"redis://127.0.0.1:{port}/0"),
+                       ("a wrong password", f"redis://:wrong-{password}@127.0.0.1:{port}/0")]:
+        try:
+            redis.Redis.from_url(url, socket_connect_timeout=5).set("smoke:intruder", "1")
+            problems.append(f"the stack's Redis accepted a write with {label}")
+        except redis.AuthenticationError:
+            pass
+        except redis.ResponseError as e:  # NOAUTH comes back as a plain error reply
+            if "NOAUTH" not in str(e) and "WRONGPASS" not in str(e):
+                problems.append(f"the stack's Redis answered {label} with {e}")
+    if not redis.Redis.from_url(f"redis://:{password}@127.0.0.1:{port}/0", socket_connect_timeout=5).ping():
+        problems.append("the stack's Redis does not answer with its password")
+    return problems
+
+
 def check_flower_api(base: str, auth: str, job_ids: list[str]) -> tuple[list[str], dict[str, Any]]:
     status, body = http_get(f"{base}/api/tasks", "nobody:wrong")
     problems = [] if status == 401 else [f"Flower's API answered {status} without the right basic auth (want 401)"]
+    status, _body = http_get(f"{base}/api/tasks", None)
+    if status != 401:
+        problems.append(f"Flower's API answered {status} without any login (want 401)")
     status, body = http_get(f"{base}/api/tasks", auth)
     if status != 200:
         return [*problems, f"Flower's /api/tasks answered {status}: {body[:300]!r}"], {}
@@ -239,22 +261,25 @@ def main() -> int:
     run_id = f"smoke-{int(time.time())}-{secrets.token_hex(2)}"
     workdir = Path(tempfile.mkdtemp(prefix="compose-smoke-", dir=os.environ.get("SMOKE_TMP")))
     compose = compose_command()
-    auth = f"smoke:{secrets.token_urlsafe(12)}"
     redis_port, flower_port = free_port(), free_port()
+    output_root = workdir / "out"
+    # The host settings and a fresh Redis password and Flower login, as `compose env --write` puts them in .env
+    host_env = json.loads(
+        run([PY, "-m", "orchestrator", "compose", "env", "--output-root", str(output_root), "--json"])
+    )
+    auth = f"smoke:{secrets.token_urlsafe(16)}"
+    password = secrets.token_urlsafe(24)
     env = {
         **os.environ,
+        **{k: str(v) for k, v in host_env.items()},
         "COMPOSE_PROJECT_NAME": run_id.replace("-", ""),
         "ORCH_REDIS_PORT": str(redis_port),
         "ORCH_FLOWER_PORT": str(flower_port),
         "ORCH_FLOWER_AUTH": auth,
-        "ORCH_BROKER_URL": f"redis://127.0.0.1:{redis_port}/0",
+        "ORCH_REDIS_PASSWORD": password,
+        "ORCH_BROKER_URL": f"redis://:{password}@127.0.0.1:{redis_port}/0",
+        "ORCH_OUTPUT_ROOT": str(output_root),
     }
-    output_root = workdir / "out"
-    host_env = json.loads(
-        run([PY, "-m", "orchestrator", "compose", "env", "--output-root", str(output_root), "--json"])
-    )
-    env.update({k: str(v) for k, v in host_env.items()})
-    env["ORCH_OUTPUT_ROOT"] = str(output_root)
     stack_up = False
     try:
         chromium = ensure_chromium()
@@ -266,6 +291,8 @@ def main() -> int:
         run([*compose, "up", "-d"], env=env, timeout=300)
         base = f"http://127.0.0.1:{flower_port}"
         wait_for("Flower", lambda: http_get(f"{base}/api/workers", auth)[0] == 200, 120)
+        if problems := check_redis_auth(redis_port, password):
+            raise SmokeFailure("; ".join(problems))
         lines = goal_lines(run_id, mode)
         goals = workdir / "goals.jsonl"
         goals.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")

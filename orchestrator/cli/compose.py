@@ -73,7 +73,8 @@ def build_images_cmd(
 
 @app.command(
     "env",
-    help="Print the host paths, user and Docker socket group compose.yaml needs; --write puts them in .env.",
+    help="Print the host paths, user, Docker socket group and the stack's secrets (Redis password, Flower login) "
+    "compose.yaml needs; --write puts them in .env (secrets already there are kept, new ones are random).",
 )
 def env_cmd(
     ctx: typer.Context,
@@ -82,12 +83,26 @@ def env_cmd(
         Path | None, typer.Option("--output-root", help="Shared output root (default: out/jobs in the checkout).")
     ] = None,
     skills: Annotated[Path | None, typer.Option("--skills", help="Skills folder (default: skills/).")] = None,
+    broker_url: Annotated[
+        bool,
+        typer.Option(
+            "--broker-url",
+            help="Print only the URL producers on this host use to reach the stack's Redis (password included), "
+            "read from .env: export ORCH_BROKER_URL=$(python -m orchestrator compose env --broker-url).",
+        ),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     try:
-        settings = state(ctx).settings()
         root = project_root()
-        env = hostenv.compute(root, cache_dir=settings.cache_dir, output_root=output_root, skills=skills)
+        existing = hostenv.read_values(root / ".env")
+        if broker_url:
+            typer.echo(hostenv.producer_broker_url(existing))
+            return
+        settings = state(ctx).settings()
+        env = hostenv.compute(
+            root, cache_dir=settings.cache_dir, output_root=output_root, skills=skills, existing=existing
+        )
         if write:
             hostenv.write(env, root / ".env")
     except OrchestratorError as e:

@@ -6,12 +6,17 @@ therefore be mounted into the worker at the same absolute paths as on the host. 
 runs as (the host user, so results belong to them) and the Docker socket's group (so that user may reach the
 engine) differ per machine; this module computes them. Both ``docker compose`` and ``docker-compose`` 1.29 read
 ``.env`` from the project folder.
+
+It also holds the stack's two secrets: the Redis password and Flower's login. They are generated at random the
+first time (never a fixed default) and kept as they are on every rewrite, so a running stack and its producers
+keep working; the file is written owner-only (``0600``).
 """
 
 from __future__ import annotations
 
 import os
 import re
+import secrets
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -23,6 +28,11 @@ MARKER = "# Written by `python -m orchestrator compose env --write`"
 NOTE = "# Host paths are mounted at the same paths inside the workers; lines you add below are kept."
 DEFAULT_SOCKET = Path("/var/run/docker.sock")
 _SAFE_VALUE = re.compile(r"^[A-Za-z0-9_./:@+=,-]*$")
+_PASSWORD = re.compile(r"^[A-Za-z0-9_.~-]{16,200}$")
+"""A Redis password goes into URLs and a config line unquoted: URL-unreserved characters only, 16 at least."""
+_FLOWER_LOGIN = re.compile(r"^[A-Za-z0-9_.-]{1,64}:[A-Za-z0-9_.~-]{12,200}$")
+RETIRED_DEFAULTS = {"ORCH_FLOWER_AUTH": {"admin:orchestrator"}}
+"""Values that were once fixed defaults: an .env still holding one gets a random value instead."""
 
 
 class HostEnv(BaseModel):
@@ -37,9 +47,66 @@ class HostEnv(BaseModel):
     ORCH_GID: int
     DOCKER_GID: int
     ORCH_DOCKER_SOCKET: str
+    ORCH_REDIS_PASSWORD: str
+    """Redis requires it (``requirepass``); workers and Flower reach Redis with it."""
+    ORCH_FLOWER_AUTH: str
+    """Flower's basic-auth login, ``user:password``."""
 
     def lines(self) -> list[str]:
         return [f"{name}={value}" for name, value in self.model_dump().items()]
+
+
+SECRETS = ("ORCH_REDIS_PASSWORD", "ORCH_FLOWER_AUTH")
+
+
+def read_values(path: Path) -> dict[str, str]:
+    """``NAME=value`` lines of an env file (comments and other lines skipped); empty when there is no file."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return {}
+    values: dict[str, str] = {}
+    for line in text.splitlines():
+        name, sep, value = line.strip().partition("=")
+        if sep and name and not name.startswith("#"):
+            values[name.strip()] = value.strip()
+    return values
+
+
+def stack_secrets(existing: dict[str, str]) -> dict[str, str]:
+    """The Redis password and Flower login: those in ``existing`` (an .env) when set and sound, else random ones."""
+    chosen = {
+        "ORCH_REDIS_PASSWORD": existing.get("ORCH_REDIS_PASSWORD") or secrets.token_urlsafe(24),
+        "ORCH_FLOWER_AUTH": existing.get("ORCH_FLOWER_AUTH") or f"admin:{secrets.token_urlsafe(18)}",
+    }
+    if chosen["ORCH_FLOWER_AUTH"] in RETIRED_DEFAULTS["ORCH_FLOWER_AUTH"]:
+        chosen["ORCH_FLOWER_AUTH"] = f"admin:{secrets.token_urlsafe(18)}"
+    if not _PASSWORD.match(chosen["ORCH_REDIS_PASSWORD"]):
+        raise DeployError(
+            "ORCH_REDIS_PASSWORD in .env must be 16 to 200 of the characters A-Z a-z 0-9 _ . ~ - "
+            "(it goes into redis:// URLs unquoted)",
+            where="compose:env",
+            next_step="delete the line from .env and run compose env --write again: a random one is generated",
+        )
+    if not _FLOWER_LOGIN.match(chosen["ORCH_FLOWER_AUTH"]):
+        raise DeployError(
+            "ORCH_FLOWER_AUTH in .env must be user:password, the password at least 12 of A-Z a-z 0-9 _ . ~ -",
+            where="compose:env",
+            next_step="delete the line from .env and run compose env --write again: a random one is generated",
+        )
+    return chosen
+
+
+def producer_broker_url(values: dict[str, str], host: str = "127.0.0.1") -> str:
+    """The URL producers on this host use to reach the stack's Redis (its published port, with the password)."""
+    password = values.get("ORCH_REDIS_PASSWORD")
+    if not password:
+        raise DeployError(
+            "no ORCH_REDIS_PASSWORD in .env",
+            where="compose:env",
+            next_step="run python -m orchestrator compose env --write first",
+        )
+    return f"redis://:{password}@{host}:{values.get('ORCH_REDIS_PORT') or '6380'}/0"
 
 
 def docker_socket() -> Path:
@@ -56,8 +123,18 @@ def docker_socket() -> Path:
     return DEFAULT_SOCKET
 
 
-def compute(root: Path, *, cache_dir: Path, output_root: Path | None = None, skills: Path | None = None) -> HostEnv:
-    """The values for this host and user, creating the cache folder and output root (owned by the user)."""
+def compute(
+    root: Path,
+    *,
+    cache_dir: Path,
+    output_root: Path | None = None,
+    skills: Path | None = None,
+    existing: dict[str, str] | None = None,
+) -> HostEnv:
+    """The values for this host and user, creating the cache folder and output root (owned by the user).
+
+    The secrets are taken from ``existing`` (the current .env's values) when it holds them, else generated.
+    """
     root = root.resolve()
     socket = docker_socket()
     try:
@@ -82,6 +159,7 @@ def compute(root: Path, *, cache_dir: Path, output_root: Path | None = None, ski
         ORCH_GID=os.getgid(),
         DOCKER_GID=socket_gid,
         ORCH_DOCKER_SOCKET=str(socket),
+        **stack_secrets(existing or {}),
     )
     for name, value in env.model_dump().items():
         if not _SAFE_VALUE.match(str(value)):
@@ -94,7 +172,8 @@ def compute(root: Path, *, cache_dir: Path, output_root: Path | None = None, ski
 
 
 def write(env: HostEnv, path: Path) -> None:
-    """Write ``.env``, keeping lines a person added (``ORCH_FLOWER_AUTH=...``); a foreign file is never touched."""
+    """Write ``.env`` owner-only, keeping lines a person added (``ORCH_REDIS_PORT=...``); a foreign file is never
+    touched. Pass the file's current values to :func:`compute` first, so its secrets are kept."""
     kept: list[str] = []
     if path.exists():
         previous = path.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -106,4 +185,8 @@ def write(env: HostEnv, path: Path) -> None:
             )
         ours = set(HostEnv.model_fields)
         kept = [line for line in previous if line not in (MARKER, NOTE) and line.split("=", 1)[0] not in ours]
-    path.write_text("\n".join([MARKER, NOTE, *env.lines(), *kept]) + "\n", encoding="utf-8")
+    text = "\n".join([MARKER, NOTE, *env.lines(), *kept]) + "\n"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        os.fchmod(fh.fileno(), 0o600)  # an older .env may have been world-readable
+        fh.write(text)

@@ -71,13 +71,33 @@ def test_workers_run_as_the_host_user_with_the_docker_socket_group(config: dict,
     worker = config["services"]["worker"]
     assert worker["user"] == f"{host_env['ORCH_UID']}:{host_env['ORCH_GID']}"
     assert worker["group_add"] == [host_env["DOCKER_GID"]]
-    assert worker["environment"]["ORCH_BROKER_URL"] == "redis://redis:6379/0"
+
+
+def test_workers_and_flower_reach_redis_with_its_password_which_never_shows_in_a_process_list(
+    config: dict, host_env: dict
+) -> None:
+    password = host_env["ORCH_REDIS_PASSWORD"]
+    redis = config["services"]["redis"]
+    assert redis["environment"]["REDISCLI_AUTH"] == password  # the health check's redis-cli
+    script = redis["command"][-1]
+    assert redis["command"][:2] == ["sh", "-c"] and "requirepass $$REDISCLI_AUTH" in script
+    assert password not in " ".join(redis["command"])  # the server reads it on stdin, not in its argv
+    for name in ("worker", "flower"):
+        service = config["services"][name]
+        assert service["environment"]["ORCH_REDIS_PASSWORD"] == password
+        assert "redis://:$$ORCH_REDIS_PASSWORD@redis:6379/0" in service["command"][-1]
+        assert password not in " ".join(service["command"])
+
+
+def test_compose_refuses_to_start_without_a_redis_password_or_a_flower_login(host_env: dict, tmp_path: Path) -> None:
+    for name in ("ORCH_REDIS_PASSWORD", "ORCH_FLOWER_AUTH"):
+        done = compose_config({k: v for k, v in host_env.items() if k != name}, tmp_path)
+        assert done.returncode != 0 and name in done.stderr and "compose env --write" in done.stderr
 
 
 def test_redis_persists_append_only_into_a_named_volume(config: dict) -> None:
     redis = config["services"]["redis"]
-    command = redis["command"]
-    assert command[command.index("--appendonly") + 1] == "yes"
+    assert "--appendonly yes" in redis["command"][-1]
     assert "redis-data:/data:rw" in redis["volumes"]
     assert "redis-data" in config["volumes"]
 
@@ -90,12 +110,13 @@ def test_flower_and_redis_are_published_on_the_loopback_only(config: dict) -> No
     assert not config["services"]["scripted-llm"].get("ports")
 
 
-def test_flower_requires_basic_auth_with_a_default_and_an_override(host_env: dict, tmp_path: Path) -> None:
+def test_flower_requires_the_generated_basic_auth_login(host_env: dict, tmp_path: Path) -> None:
     flower = yaml.safe_load(compose_config(host_env, tmp_path).stdout)["services"]["flower"]
-    assert flower["environment"]["FLOWER_BASIC_AUTH"] == "admin:orchestrator"
-    assert flower["command"][:4] == ["celery", "-A", "orchestrator.worker.celery_app:app", "flower"]
-    custom = compose_config({**host_env, "ORCH_FLOWER_AUTH": "ops:s3cret"}, tmp_path)
-    assert yaml.safe_load(custom.stdout)["services"]["flower"]["environment"]["FLOWER_BASIC_AUTH"] == "ops:s3cret"
+    assert flower["environment"]["FLOWER_BASIC_AUTH"] == host_env["ORCH_FLOWER_AUTH"]
+    assert "exec celery -A orchestrator.worker.celery_app:app flower" in flower["command"][-1]
+    custom = compose_config({**host_env, "ORCH_FLOWER_AUTH": "ops:s3cret-0123456"}, tmp_path)
+    flower = yaml.safe_load(custom.stdout)["services"]["flower"]
+    assert flower["environment"]["FLOWER_BASIC_AUTH"] == "ops:s3cret-0123456"
 
 
 def test_every_app_service_uses_the_one_locally_built_app_image(config: dict) -> None:

@@ -45,14 +45,41 @@ def test_writing_env_keeps_lines_a_person_added_and_replaces_ours(tmp_path: Path
     target = tmp_path / ".env"
     first = hostenv.compute(ROOT, cache_dir=tmp_path / "c1", output_root=tmp_path / "o1")
     hostenv.write(first, target)
-    target.write_text(target.read_text() + "ORCH_FLOWER_AUTH=ops:secret\n")
-    second = hostenv.compute(ROOT, cache_dir=tmp_path / "c2", output_root=tmp_path / "o2")
+    target.write_text(target.read_text() + "ORCH_REDIS_PORT=7000\n")
+    second = hostenv.compute(
+        ROOT, cache_dir=tmp_path / "c2", output_root=tmp_path / "o2", existing=hostenv.read_values(target)
+    )
     hostenv.write(second, target)
     lines = target.read_text().splitlines()
     assert f"ORCH_CACHE_DIR={tmp_path / 'c2'}" in lines
     assert not any(line.endswith("/c1") for line in lines)
-    assert lines.count("ORCH_FLOWER_AUTH=ops:secret") == 1
+    assert lines.count("ORCH_REDIS_PORT=7000") == 1
     assert sum(line.startswith("ORCH_OUTPUT_ROOT=") for line in lines) == 1
+
+
+def test_the_redis_password_and_flower_login_are_random_kept_on_rewrite_and_owner_only(tmp_path: Path) -> None:
+    target = tmp_path / ".env"
+    made = [hostenv.compute(ROOT, cache_dir=tmp_path / "c", output_root=tmp_path / "o") for _ in range(2)]
+    assert made[0].ORCH_REDIS_PASSWORD != made[1].ORCH_REDIS_PASSWORD  # random, never a fixed default
+    assert made[0].ORCH_FLOWER_AUTH != made[1].ORCH_FLOWER_AUTH
+    assert len(made[0].ORCH_REDIS_PASSWORD) >= 24 and len(made[0].ORCH_FLOWER_AUTH.split(":")[1]) >= 16
+    hostenv.write(made[0], target)
+    assert target.stat().st_mode & 0o777 == 0o600
+    again = hostenv.compute(ROOT, cache_dir=tmp_path / "c", output_root=tmp_path / "o",
+                            existing=hostenv.read_values(target))
+    assert (again.ORCH_REDIS_PASSWORD, again.ORCH_FLOWER_AUTH) == (made[0].ORCH_REDIS_PASSWORD,
+                                                                    made[0].ORCH_FLOWER_AUTH)
+    url = hostenv.producer_broker_url(hostenv.read_values(target))
+    assert url == f"redis://:{made[0].ORCH_REDIS_PASSWORD}@127.0.0.1:6380/0"
+
+
+def test_the_old_default_flower_login_is_replaced_and_unsafe_secrets_are_refused(tmp_path: Path) -> None:
+    env = hostenv.compute(ROOT, cache_dir=tmp_path / "c", existing={"ORCH_FLOWER_AUTH": "admin:orchestrator"})
+    assert env.ORCH_FLOWER_AUTH != "admin:orchestrator" and env.ORCH_FLOWER_AUTH.startswith("admin:")
+    for bad in ({"ORCH_REDIS_PASSWORD": "short"}, {"ORCH_REDIS_PASSWORD": "p@ss/word:with-url-chars"},
+                {"ORCH_FLOWER_AUTH": "admin:weak"}, {"ORCH_FLOWER_AUTH": "no-colon-at-all-here"}):
+        with pytest.raises(DeployError, match="compose env --write|must be"):
+            hostenv.compute(ROOT, cache_dir=tmp_path / "c", existing=bad)
 
 
 def test_an_env_file_not_written_by_us_is_never_overwritten(tmp_path: Path) -> None:
