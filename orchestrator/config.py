@@ -41,6 +41,26 @@ class Budgets(_Section):
     disk_write_limit_mb: int = Field(50, ge=1)
 
 
+class Ceilings(_Section):
+    """The most a goal line may ask for (operator settings). A line over one is rejected at ``submit`` with its line
+    number and the ceiling, and a worker refuses a job whose budgets exceed them (the ledger is input too)."""
+
+    max_tool_calls: int = Field(100, ge=1)
+    time_budget_ms: int = Field(600_000, ge=1)
+    token_budget: int = Field(400_000, ge=1)
+    script_timeout_s: float = Field(120, gt=0)
+    disk_write_limit_mb: int = Field(256, ge=1)
+    """build/ is a RAM-backed tmpfs: this much memory per running job on top of the sandbox's ``memory_mb``."""
+
+
+class JobInputSettings(_Section):
+    """Goal-line inputs: read by ``submit`` on the producer's machine and handed to the job through Redis."""
+
+    file_max_mb: float = Field(32, gt=0, description="the largest input file a goal line may carry")
+    job_max_mb: float = Field(64, gt=0, description="all inputs of one goal line together")
+    ttl_s: int = Field(7 * 24 * 3600, ge=60, description="how long an input's bytes stay in Redis")
+
+
 class LimitProfile(_Section):
     """A heavier set of container limits for skills that declare an operation (``metadata.operations``).
 
@@ -252,7 +272,12 @@ class Settings(BaseSettings):
     output_root: Path = Path("out/jobs")
     """Distributed mode: one output root shared by all workers, a folder per job (``ORCH_OUTPUT_ROOT``)."""
     skills_dir: Path = Path("skills")
-    """Distributed mode: the skills of a goal line that names none (``ORCH_SKILLS_DIR``)."""
+    """Distributed mode: the ``default`` library, for a goal line that names none (``ORCH_SKILLS_DIR``)."""
+    libraries: dict[str, Path] = {}
+    """Distributed mode: the skill libraries the operator registered, by name (``ORCH_LIBRARIES='{"acme":
+    "/srv/skills/acme"}'``); a goal line's ``skills`` names one of them or ``default`` (``skills_dir``)."""
+    ceilings: Ceilings = Ceilings()
+    job_inputs: JobInputSettings = JobInputSettings()
     log_level: str = "INFO"
     log_json: bool = True
 

@@ -36,11 +36,21 @@ from orchestrator.sandbox.docker import SandboxRunner
 from orchestrator.skills.cache import ReadCache
 from orchestrator.skills.loader import RUNTIME_WORK_DIRS, SkillLibrary
 from orchestrator.tracing import emit_goal_span, tracer, under_goal
+from orchestrator.worker.blobs import BlobStore
 from orchestrator.worker.heartbeat import Heartbeat
+from orchestrator.worker.inputs import InputRef, materialise
 from orchestrator.worker.ledger import JobRecord, LeaseLost, Ledger, SkillVersion
 from orchestrator.worker.limits import SoftLimitReached, soft_limit_interrupts
 from orchestrator.worker.staging import StagedSandbox
-from orchestrator.worker.submit import BudgetOverrides
+from orchestrator.worker.submit import MB, BudgetOverrides
+from orchestrator.worker.tenancy import (
+    Refused,
+    check_checkpoint,
+    check_job_id,
+    job_work_dir,
+    library_root,
+    own_out_dir,
+)
 from orchestrator.workflow.models import GoalError, GoalRequest, GoalResult, GoalState
 from orchestrator.workflow.run import Runtime, act_step, plan_goal, reflect_finish, reflect_replan, start_goal
 
@@ -88,6 +98,8 @@ def run_phase(pc: PhaseContext, job_id: str, phase: str) -> str:
         return outcome
     record = pc.ledger.get(job_id)
     assert record is not None
+    if record.job_id != check_job_id(job_id):  # the record's own id field must be its key's
+        record = record.model_copy(update={"job_id": job_id, "out": "\0altered"})
     if phase.startswith("act:"):
         index = int(phase.split(":")[1])
         skill = record.plan[index] if index < len(record.plan) else None
@@ -150,20 +162,22 @@ def _goal_context(record: JobRecord) -> Iterator[None]:
 
 def _run(pc: PhaseContext, record: JobRecord, phase: str, attempt: int) -> _Outcome:
     req = record.request
-    settings = job_settings(pc.settings, req)
+    settings = job_settings(pc.settings, req)  # budgets within the ceilings, or the job fails here
     checkpoint = pc.ledger.load_checkpoint(record.job_id) if phase != "plan" else None
     if phase == "plan":
         request = GoalRequest(
             goal=record.goal,
-            inputs=[Path(p) for p in req.get("inputs", [])],
+            inputs=_received_inputs(pc, record),
             constraints=req.get("constraints", []),
             job_id=record.job_id,
         )
         state = start_goal(request, job_out_dir(pc.settings, record), settings)
         cursor = 0
     else:
-        assert checkpoint is not None, f"no checkpoint for {record.job_id} before {phase}"
+        if checkpoint is None:
+            raise Refused(f"no saved state for {record.job_id} before {phase}", where="checkpoint")
         state = GoalState.model_validate(checkpoint["state"])
+        check_checkpoint(state, record.job_id, pc.settings)  # what Redis says is input too
         cursor = int(checkpoint.get("model_cursor", 0))
     scripts_before = _scripts_s(state)
     with _runtime(settings, req, cursor, pc, record, (phase, attempt)) as (rt, timer):
@@ -219,6 +233,14 @@ def _run(pc: PhaseContext, record: JobRecord, phase: str, attempt: int) -> _Outc
     return out
 
 
+def _received_inputs(pc: PhaseContext, record: JobRecord) -> list[Path]:
+    """The job's input files, written from their blobs in Redis into the job's own folder (never a named path)."""
+    refs = [InputRef.model_validate(item) for item in record.request.get("inputs") or []]
+    caps = pc.settings.job_inputs
+    store = BlobStore(pc.ledger.r, max_bytes=int(caps.file_max_mb * MB), ttl_s=caps.ttl_s)
+    return materialise(refs, store, job_work_dir(pc.settings, record.job_id) / "received")
+
+
 def _finish(pc: PhaseContext, record: JobRecord, out: _Outcome, result: GoalResult) -> None:
     result.metrics.duration_ms = int((time.time() - (record.started_at or record.submitted_at)) * 1000)
     result.evidence_path = _save_evidence(result, pc.settings.cache_dir)
@@ -239,7 +261,7 @@ def _failed(pc: PhaseContext, record: JobRecord, phase: str, e: OrchestratorErro
         job_id=record.job_id,
         goal=record.goal,
         status="failed",
-        out_dir=str(job_out_dir(pc.settings, record)),
+        out_dir=str(pc.settings.output_root / record.job_id),
         error=GoalError(
             where=e.where or phase, message=e.message, next_step=e.next_step or "", code=e.code and e.code.value
         ),
@@ -264,18 +286,17 @@ def job_ended(pc: PhaseContext, job_id: str) -> None:
 
 
 def job_settings(settings: Settings, request: dict[str, Any]) -> Settings:
-    """The deployment's settings with the goal line's budgets applied."""
+    """The deployment's settings with the goal line's budgets applied, checked again against the ceilings."""
     budgets = BudgetOverrides.model_validate(request.get("budgets") or {})
-    return settings.model_copy(update={"limits": budgets.applied_to(settings.limits)})
+    if problems := budgets.over_ceilings(settings):
+        raise Refused("budgets: " + "; ".join(problems), where="budgets", next_step="submit within the ceilings")
+    limits = budgets.applied_to(settings.limits)
+    return settings.model_copy(update={"limits": limits})
 
 
 def job_out_dir(settings: Settings, record: JobRecord) -> Path:
-    """``<output root>/<out>``, checked again here: the ledger is input too."""
-    root = settings.output_root.resolve()
-    target = (root / (record.out or record.job_id)).resolve()
-    if target == root or not target.is_relative_to(root):
-        raise WorkflowError(f"output folder {record.out!r} is outside the output root {root}", where="output")
-    return target
+    """``<output root>/<job id>``, checked again here: the ledger is input too."""
+    return own_out_dir(settings, record.job_id, record.out)
 
 
 class _Timer:
@@ -317,7 +338,7 @@ def _runtime(
     record: JobRecord,
     phase: tuple[str, int],
 ) -> Iterator[tuple[Any, _Timer]]:
-    skills = Path(req.get("skills") or settings.skills_dir)
+    skills = library_root(settings, req.get("skills"))  # registered libraries only, checked again here
     spec = req.get("model") or settings.model.name
     library = SkillLibrary(
         skills, l2_max_tokens=settings.disclosure.l2_max_tokens, cache=ReadCache(), work_dirs=RUNTIME_WORK_DIRS

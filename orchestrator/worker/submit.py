@@ -1,7 +1,10 @@
 """The producer side: JSONL goal lines, validated at the edge, stored in the ledger and queued for the workers.
 
-Every path in a line (skills, inputs, a scripted model's scenario) is made absolute here, because workers on other
-hosts see the same shared folders at the same paths, not the producer's working directory.
+A line is untrusted. Its ``skills`` names a library the operator registered (never a path); its ``inputs`` are read
+here, on the producer's machine, and travel with the job through Redis (:mod:`orchestrator.worker.inputs`); its
+``out`` may only be the job's own folder; its ``budgets`` stay within the operator's ceilings; a ``job_id`` that
+exists with a different line is rejected (the identical line is an idempotent duplicate). A scripted model's
+scenario path is made absolute (a test and demo facility: workers must see the scenario at the same path).
 """
 
 from __future__ import annotations
@@ -15,16 +18,18 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrator.config import Budgets, Settings
-from orchestrator.errors import ConfigError
+from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.llm.factory import parse_model_spec
 from orchestrator.llm.scenario import load_scenario, scenario_inputs
 from orchestrator.tracing import new_ids
+from orchestrator.worker.blobs import BlobStore
+from orchestrator.worker.inputs import InputRef, gather_inputs
 from orchestrator.worker.ledger import JobRecord, Ledger
 from orchestrator.worker.limits import hard_limit_s, visibility_timeout_s
+from orchestrator.worker.tenancy import DEFAULT_LIBRARY, JOB_ID_PATTERN, library_root, over_ceilings
 
-JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
-"""Job ids name folders and Redis keys: letters, digits, ``.``, ``_`` and ``-`` only, at most 100."""
 MAX_LINE_BYTES = 1_000_000
+MB = 1024 * 1024
 
 
 class BudgetOverrides(BaseModel):
@@ -40,6 +45,11 @@ class BudgetOverrides(BaseModel):
 
     def applied_to(self, limits: Budgets) -> Budgets:
         return limits.model_copy(update=self.model_dump(exclude_none=True))
+
+    def over_ceilings(self, settings: Settings) -> list[str]:
+        """What this line asks for above the operator's ceilings (the deployment's own defaults are not judged)."""
+        asked = Budgets.model_construct(**{**settings.ceilings.model_dump(), **self.model_dump(exclude_none=True)})
+        return over_ceilings(asked, settings)
 
 
 class GoalLine(BaseModel):
@@ -57,6 +67,30 @@ class GoalLine(BaseModel):
     out: str | None = None
 
 
+class JobRequest(BaseModel):
+    """A goal line as the ledger keeps it, once checked: a library name, inputs by hash, budgets within ceilings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    goal: str
+    skills: str = DEFAULT_LIBRARY
+    model: str
+    job_id: str | None = None
+    inputs: list[InputRef] = []
+    constraints: list[str] = []
+    budgets: BudgetOverrides = BudgetOverrides()
+    out: None = None
+    """Always the job's own folder (``<output root>/<job id>``); kept for the shape of a goal line."""
+
+
+class Checked(BaseModel):
+    """A good line: its number, the request, and the bytes of its inputs (in ``request.inputs`` order)."""
+
+    line: int
+    request: JobRequest
+    blobs: list[bytes] = []
+
+
 class Rejected(BaseModel):
     line: int
     reason: str
@@ -66,7 +100,7 @@ class Accepted(BaseModel):
     line: int
     job_id: str
     duplicate: bool = False
-    """The job id was submitted before: nothing new was queued (a job id runs once)."""
+    """The job id was submitted before with this very line: nothing new was queued (a job id runs once)."""
 
 
 class SubmitReport(BaseModel):
@@ -82,9 +116,10 @@ Enqueue = Callable[[JobRecord, str], None]
 """``enqueue(record, phase)`` sends the phase's task."""
 
 
-def parse_lines(lines: Iterable[str], settings: Settings) -> tuple[list[tuple[int, GoalLine]], list[Rejected]]:
-    """Good lines (with their numbers) and rejected ones with the reason; blank and ``#`` lines are skipped."""
-    good: list[tuple[int, GoalLine]] = []
+def parse_lines(lines: Iterable[str], settings: Settings) -> tuple[list[Checked], list[Rejected]]:
+    """Good lines (with their numbers and input bytes) and rejected ones with the reason; blank and ``#`` lines
+    are skipped."""
+    good: list[Checked] = []
     bad: list[Rejected] = []
     for number, text in enumerate(lines, 1):
         stripped = text.strip()
@@ -92,8 +127,9 @@ def parse_lines(lines: Iterable[str], settings: Settings) -> tuple[list[tuple[in
             continue
         try:
             line = _parse_line(stripped)
-            good.append((number, resolve_line(line, settings)))
-        except ConfigError as e:
+            request, blobs = resolve_line(line, settings)
+            good.append(Checked(line=number, request=request, blobs=blobs))
+        except OrchestratorError as e:
             bad.append(Rejected(line=number, reason=e.message))
     return good, bad
 
@@ -114,11 +150,12 @@ def _parse_line(text: str) -> GoalLine:
         raise ConfigError(problems) from e
 
 
-def resolve_line(line: GoalLine, settings: Settings) -> GoalLine:
-    """The line with absolute paths, checked: skills folder, inputs, scenario, ``out`` inside the output root."""
-    skills = Path(line.skills) if line.skills else settings.skills_dir
-    if not skills.is_dir():
-        raise ConfigError(f"skills: folder not found: {skills}")
+def resolve_line(line: GoalLine, settings: Settings) -> tuple[JobRequest, list[bytes]]:
+    """The checked request and its inputs' bytes: a registered library, inputs read here, the job's own ``out``,
+    budgets within the ceilings, a scenario path made absolute."""
+    library = line.skills or DEFAULT_LIBRARY
+    if not library_root(settings, library).is_dir():
+        raise ConfigError(f"skills: the folder of library {library} is missing on this machine")
     model = line.model or settings.model.name
     kind, value = parse_model_spec(model)
     wanted = list(line.inputs)
@@ -129,13 +166,13 @@ def resolve_line(line: GoalLine, settings: Settings) -> GoalLine:
         model = f"scripted:{scenario.resolve()}"
         if not wanted:  # as `run` does: a scenario may name the goal's input files (relative to itself)
             wanted = [str(p) for p in scenario_inputs(load_scenario(scenario))]
-    inputs = []
-    for item in wanted:
-        path = Path(item)
-        if not path.is_file():
-            raise ConfigError(f"inputs: file not found: {item}")
-        inputs.append(str(path.resolve()))
-    out = relative_out(line.out, settings.output_root) if line.out is not None else None
+    if line.out is not None and line.out != line.job_id:
+        raise ConfigError(
+            f"out: a job writes only its own folder <output root>/<job id>; {line.out!r} is not it "
+            "(leave out `out`, or give the job_id you want as the folder's name)"
+        )
+    if problems := line.budgets.over_ceilings(settings):
+        raise ConfigError("budgets: " + "; ".join(problems) + " (the operator's ceilings)")
     limits = line.budgets.applied_to(settings.limits)
     longest = hard_limit_s(settings.model_copy(update={"limits": limits}), "reflect")
     if longest > visibility_timeout_s(settings):
@@ -143,19 +180,15 @@ def resolve_line(line: GoalLine, settings: Settings) -> GoalLine:
             f"budgets: a phase could run {longest:.0f} s, longer than the broker's visibility timeout "
             f"({visibility_timeout_s(settings):.0f} s); lower time_budget_ms"
         )
-    return line.model_copy(
-        update={"skills": str(skills.resolve()), "model": model, "inputs": inputs, "out": out}
+    caps = settings.job_inputs
+    refs, blobs = gather_inputs(
+        wanted, file_max_bytes=int(caps.file_max_mb * MB), job_max_bytes=int(caps.job_max_mb * MB)
     )
-
-
-def relative_out(out: str, output_root: Path) -> str:
-    """``out`` as a path relative to the output root; refused when it would land outside it (or on it)."""
-    root = output_root.resolve()
-    candidate = Path(out)
-    target = (candidate if candidate.is_absolute() else root / candidate).resolve()
-    if target == root or not target.is_relative_to(root):
-        raise ConfigError(f"out: {out} is outside the output root {root}")
-    return target.relative_to(root).as_posix()
+    request = JobRequest(
+        goal=line.goal, skills=library, model=model, job_id=line.job_id, inputs=refs,
+        constraints=line.constraints, budgets=line.budgets,
+    )
+    return request, blobs
 
 
 def submit_lines(
@@ -166,25 +199,44 @@ def submit_lines(
     *,
     new_job_id: Callable[[], str],
 ) -> SubmitReport:
-    """Queue every good line; rejected lines are reported with their numbers and reasons."""
+    """Queue every good line; rejected lines are reported with their numbers and reasons.
+
+    A line's inputs are stored in Redis (by sha256, with an expiry) before its job exists. A job id that exists
+    already is a duplicate when the stored request is this very one, and rejected otherwise.
+    """
     good, rejected = parse_lines(lines, settings)
     report = SubmitReport(rejected=rejected)
-    for number, line in good:
-        job_id = line.job_id or new_job_id()
+    caps = settings.job_inputs
+    blobs = BlobStore(ledger.r, max_bytes=int(caps.file_max_mb * MB), ttl_s=caps.ttl_s)
+    for checked in good:
+        job_id = checked.request.job_id or new_job_id()
+        request = checked.request.model_copy(update={"job_id": job_id})
+        for data in checked.blobs:
+            blobs.put(data)
         trace_id, span_id = new_ids()
         record = JobRecord(
             job_id=job_id,
-            goal=line.goal,
+            goal=request.goal,
             submitted_at=time.time(),
             trace_id=trace_id,
             span_id=span_id,
-            request=line.model_dump(mode="json"),
-            out=line.out or job_id,
+            request=request.model_dump(mode="json"),
+            out=job_id,
         )
-        created = ledger.create(record)
-        if created:
+        if ledger.create(record):
             enqueue(record, "plan")
-        report.accepted.append(Accepted(line=number, job_id=job_id, duplicate=not created))
+            report.accepted.append(Accepted(line=checked.line, job_id=job_id))
+            continue
+        existing = ledger.get(job_id)
+        if existing is not None and existing.request == record.request:
+            report.accepted.append(Accepted(line=checked.line, job_id=job_id, duplicate=True))
+        else:
+            report.rejected.append(Rejected(
+                line=checked.line,
+                reason=f"job_id: {job_id} exists with a different goal line (a job id runs one goal line once; "
+                "choose another id)",
+            ))
+    report.rejected.sort(key=lambda r: r.line)
     return report
 
 

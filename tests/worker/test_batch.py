@@ -36,7 +36,7 @@ def test_a_batch_runs_on_a_worker_and_the_ledger_holds_each_result(batch: tuple[
     assert [a["job_id"] for a in report["accepted"]] == ["batch-a", "batch-b"]
     rejected = {r["line"]: r["reason"] for r in report["rejected"]}
     assert set(rejected) == {2, 4, 5}
-    assert "goal" in rejected[2] and "outside the output root" in rejected[4] and "not JSON" in rejected[5]
+    assert "goal" in rejected[2] and "its own folder" in rejected[4] and "not JSON" in rejected[5]
     assert [j["state"] for j in report["jobs"]] == ["done", "done"], cluster.log("w1")
 
     job = cluster.job("batch-a")

@@ -1,0 +1,106 @@
+"""What a shared job service checks about a job, at ``submit`` and again on the worker (the ledger is input too).
+
+A job's work is its own: its output folder is ``<output root>/<job id>`` and nothing else, its skills come from a
+library the operator registered, its budgets stay within the operator's ceilings, and the state a phase reads back
+from Redis (a checkpoint) must still point at the job's own folders. Each check raises a :class:`ConfigError` at
+``submit`` (the line is rejected with its number) or a :class:`WorkflowError` on a worker (the job fails with the
+reason, nothing is written outside).
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from orchestrator.config import Budgets, Settings
+from orchestrator.errors import WorkflowError
+
+JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+"""Job ids name folders and Redis keys: letters, digits, ``.``, ``_`` and ``-`` only, at most 100."""
+LIBRARY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
+DEFAULT_LIBRARY = "default"
+
+
+class Refused(WorkflowError):
+    """A job record or checkpoint that breaks a rule of the shared service."""
+
+
+def registered_libraries(settings: Settings) -> dict[str, Path]:
+    """Library name → folder: those the operator registered, and ``default`` (``skills_dir``) unless renamed."""
+    return {DEFAULT_LIBRARY: settings.skills_dir, **settings.libraries}
+
+
+def library_root(settings: Settings, name: str | None) -> Path:
+    """The folder of the registered library ``name`` (``None``: the default one); refused for anything else."""
+    name = name or DEFAULT_LIBRARY
+    libraries = registered_libraries(settings)
+    if not re.match(LIBRARY_PATTERN, name) or name not in libraries:
+        raise Refused(
+            f"skills: {name[:200]!r} is not a registered library (registered: {', '.join(sorted(libraries))})",
+            where="skills",
+            next_step="name a library the operator registered (ORCH_LIBRARIES); paths are never accepted",
+        )
+    return libraries[name]
+
+
+def over_ceilings(budgets: Budgets, settings: Settings) -> list[str]:
+    """``budget=value over the ceiling N`` for each budget above the operator's ceiling."""
+    ceilings = settings.ceilings
+    return [
+        f"{name}={getattr(budgets, name)} is over the ceiling {getattr(ceilings, name)}"
+        for name in type(ceilings).model_fields
+        if getattr(budgets, name) > getattr(ceilings, name)
+    ]
+
+
+def check_job_id(job_id: str) -> str:
+    if not isinstance(job_id, str) or not re.match(JOB_ID_PATTERN, job_id):
+        raise Refused(f"job id {str(job_id)[:120]!r} cannot name a job", where="ledger")
+    return job_id
+
+
+def own_out_dir(settings: Settings, job_id: str, out: str | None) -> Path:
+    """``<output root>/<job id>``: the only folder a job may write; a record naming another one is refused."""
+    check_job_id(job_id)
+    if out not in (None, "", job_id):
+        raise Refused(
+            f"output folder {str(out)[:200]!r} is not the job's own ({job_id})",
+            where="output",
+            next_step="a job writes only <output root>/<job id>",
+        )
+    root = settings.output_root.resolve()
+    target = (root / job_id).resolve()
+    if target.parent != root:
+        raise Refused(f"output folder of {job_id} resolves outside the output root {root}", where="output")
+    return target
+
+
+def job_work_dir(settings: Settings, job_id: str) -> Path:
+    return settings.cache_dir / "jobs" / check_job_id(job_id)
+
+
+def check_checkpoint(state: Any, job_id: str, settings: Settings) -> None:
+    """A phase's saved state, read back from Redis, must still be this job's: its id, output folder, work folder
+    and every input inside that work folder; its published names relative and inside."""
+    problems = []
+    if state.job_id != job_id:
+        problems.append(f"it belongs to job {str(state.job_id)[:100]!r}")
+    if Path(state.out_dir).resolve() != own_out_dir(settings, job_id, None):
+        problems.append(f"its output folder {str(state.out_dir)[:200]!r} is not the job's own")
+    work = job_work_dir(settings, job_id).resolve()
+    if Path(state.work_dir).resolve() != work:
+        problems.append(f"its work folder {str(state.work_dir)[:200]!r} is not the job's own")
+    for path in state.request.inputs:
+        if not Path(path).resolve().is_relative_to(work):
+            problems.append(f"input {str(path)[:200]!r} lies outside the job's folder")
+    for rel in state.published:
+        parts = Path(rel).parts
+        if Path(rel).is_absolute() or ".." in parts or not parts:
+            problems.append(f"published name {str(rel)[:200]!r} leaves the output folder")
+    if problems:
+        raise Refused(
+            "the job's saved state in Redis was altered: " + "; ".join(problems),
+            where="checkpoint",
+            next_step="protect Redis (password, ACL users) and submit the goal again",
+        )
