@@ -63,6 +63,11 @@ def diff_summary(a: str, b: str, *, a_name: str, b_name: str, max_lines: int = 6
     return {"identical": not lines, "added": added, "removed": removed, "diff": "\n".join(shown)}
 
 
+def diff_texts(a: str, b: str, a_name: str, b_name: str) -> dict[str, object]:
+    """:func:`diff_summary` with positional arguments (the bounded child calls it)."""
+    return diff_summary(a, b, a_name=a_name, b_name=b_name)
+
+
 def scrub_source_lines(text: str, source: str, *, placeholder: str = "<script source line hidden>") -> str:
     """Replace every line of ``text`` that repeats a non-trivial line of ``source`` (e.g. in a traceback).
 

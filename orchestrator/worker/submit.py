@@ -154,8 +154,7 @@ def resolve_line(line: GoalLine, settings: Settings) -> tuple[JobRequest, list[b
     """The checked request and its inputs' bytes: a registered library, inputs read here, the job's own ``out``,
     budgets within the ceilings, a scenario path made absolute."""
     library = line.skills or DEFAULT_LIBRARY
-    if not library_root(settings, library).is_dir():
-        raise ConfigError(f"skills: the folder of library {library} is missing on this machine")
+    library_root(settings, library)  # a registered name (its folder is the workers' business, not the producer's)
     model = line.model or settings.model.name
     kind, value = parse_model_spec(model)
     wanted = list(line.inputs)

@@ -7,6 +7,7 @@ a page at a time (:mod:`orchestrator.act.paging`); each cut names the ``read_fil
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from pydantic import AliasChoices, Field
 
 from orchestrator.act.context import ActContext
 from orchestrator.act.paging import MAX_PAGE_CHARS, Page, cut_marker, next_call, page_of
-from orchestrator.act.text import diff_summary, summarize_text
+from orchestrator.act.text import diff_texts, summarize_text
 from orchestrator.act.tools._base import (
     Disclosure,
     RepeatedRead,
@@ -26,12 +27,19 @@ from orchestrator.act.tools._base import (
     violation,
 )
 from orchestrator.errors import PathEscapeError, SandboxError, SkillError
+from orchestrator.isolation import Bound, Bounded, run_bounded
 from orchestrator.prompts import render_prompt, tool_text
 from orchestrator.skills.cache import DEFAULT_MAX_BYTES
 from orchestrator.skills.frontmatter import SKILL_MD
 from orchestrator.tokens import estimate_tokens
 
 READ_MAX_BYTES = DEFAULT_MAX_BYTES  # the part of one file the reading tools can page through
+DIFF_MAX_CHARS = 200_000
+"""Each side of a line-by-line diff at most (difflib is quadratic on unlike texts: two 100 KB files took 60 s)."""
+DIFF_TIMEOUT_S = 10.0
+DIFF_MEMORY_MB = 512
+SUMMARY_MAX_CHARS = 2_000_000
+"""The text ``summarize`` reads at most (it is linear; this only bounds the memory a summary may take)."""
 
 # --- reading -----------------------------------------------------------------------------------------------------
 
@@ -307,10 +315,12 @@ def summarize(ctx: ActContext, args: SummarizeArgs) -> ToolOutcome:
             return loaded
         text = loaded
     assert text is not None
-    return ToolOutcome(
-        ok=True,
-        data={"summary": summarize_text(text, max_items=args.max_items), "tokens": estimate_tokens(text)},
-    )
+    data: dict[str, object] = {}
+    if len(text) > SUMMARY_MAX_CHARS:
+        text = text[:SUMMARY_MAX_CHARS]
+        data["note"] = render_prompt("notes/summary_cut", cap=SUMMARY_MAX_CHARS)
+    data.update(summary=summarize_text(text, max_items=args.max_items), tokens=estimate_tokens(text))
+    return ToolOutcome(ok=True, data=data)
 
 
 def _load_text(ctx: ActContext, path: str) -> str | ToolOutcome:
@@ -341,4 +351,17 @@ def diff(ctx: ActContext, args: DiffArgs) -> ToolOutcome:
     b = _load_text(ctx, args.b_path)
     if isinstance(b, ToolOutcome):
         return b
-    return ToolOutcome(ok=True, data=diff_summary(a, b, a_name=args.a_path, b_name=args.b_path))
+    if max(len(a), len(b)) > DIFF_MAX_CHARS:
+        note = render_prompt("notes/diff_too_large", a_path=args.a_path, b_path=args.b_path, a_chars=len(a),
+                             b_chars=len(b), cap=DIFF_MAX_CHARS)
+        return ToolOutcome(ok=True, data={"identical": a == b, "too_large": True, "note": note})
+    left_s = ctx.state.deadline - time.monotonic()
+    if left_s <= 0.05:
+        return fail(render_prompt("errors/not_compared_act_s"))
+    try:  # in a bounded child: stopped at its own limit or at the end of the Act's time budget, whichever is first
+        data = run_bounded(diff_texts, a, b, args.a_path, args.b_path, memory_mb=DIFF_MEMORY_MB,
+                           timeout_s=min(DIFF_TIMEOUT_S, left_s), what="the diff")
+    except Bounded as e:
+        why = e.detail if e.bound is Bound.ERROR else e.message
+        return fail(render_prompt("errors/diff_failed", a_path=args.a_path, b_path=args.b_path, why=why))
+    return ToolOutcome(ok=True, data=data)

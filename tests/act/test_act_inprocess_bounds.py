@@ -1,0 +1,59 @@
+"""Tools that work in the orchestrator process stop at size caps and at the Act's time budget.
+
+Attack: two 100 KB files of unlike lines made ``diff`` run 60 s in the orchestrator against an 8 s Act budget.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+
+from act_helpers import act
+
+from orchestrator.act.tools.reading import DIFF_MAX_CHARS, SUMMARY_MAX_CHARS
+from orchestrator.config import Budgets
+from orchestrator.testing.scripted_model import ScriptedModel, tool_call, tool_call_response, tool_calls_response
+
+
+def _unlike(seed: int, lines: int = 30_000, values: int = 200) -> str:
+    """About 100 KB of short lines drawn from a few hundred values: difflib's slow case (seconds, growing
+    quadratically), each value too rare to be dropped as junk."""
+    rng = random.Random(seed)
+    return "\n".join(f"v{rng.randrange(values)}" for _ in range(lines))
+
+
+def test_a_diff_of_two_unlike_files_stops_at_the_acts_time_budget(write_skill, skills_root, settings, tmp_path):
+    write_skill("d", "Compare.", files={"a.txt": _unlike(1), "b.txt": _unlike(2)})
+    model = ScriptedModel([tool_call_response("diff", a_path="a.txt", b_path="b.txt")])
+    started = time.monotonic()
+    result = act("d", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out", qa_mode="off",
+                 budgets=Budgets(time_budget_ms=1500))
+    assert time.monotonic() - started < 12
+    assert result.exit_reason == "budget_time"
+    [step] = [r for r in result.evidence_summary if r.tool == "diff"]
+    assert step.ok is False and "took longer" in (step.error or "")
+
+
+def test_texts_over_the_diff_cap_are_only_compared_whole(write_skill, skills_root, settings, tmp_path):
+    big = "x\n" * (DIFF_MAX_CHARS // 2 + 10)
+    write_skill("d", "Compare.", files={"a.txt": big, "b.txt": big + "y\n"})
+    model = ScriptedModel([
+        tool_call_response("diff", a_path="a.txt", b_path="b.txt"),
+        tool_call_response("finish", summary="compared"),
+    ])
+    started = time.monotonic()
+    act("d", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out", qa_mode="off")
+    assert time.monotonic() - started < 10
+    reply = model.calls[1].messages[-1].content or ""
+    assert '"too_large": true' in reply and '"identical": false' in reply
+
+
+def test_summarize_reads_at_most_its_cap(write_skill, skills_root, settings, tmp_path):
+    write_skill("s", "Summaries.")
+    model = ScriptedModel([
+        tool_calls_response(tool_call("summarize", text="# Title\n\n" + "word " * (SUMMARY_MAX_CHARS // 4))),
+        tool_call_response("finish", summary="done"),
+    ])
+    act("s", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out", qa_mode="off")
+    reply = model.calls[1].messages[-1].content or ""
+    assert "cut to its first" in reply and "# Title" in reply
