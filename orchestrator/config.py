@@ -276,6 +276,9 @@ class Settings(BaseSettings):
     libraries: dict[str, Path] = {}
     """Distributed mode: the skill libraries the operator registered, by name (``ORCH_LIBRARIES='{"acme":
     "/srv/skills/acme"}'``); a goal line's ``skills`` names one of them or ``default`` (``skills_dir``)."""
+    scenario_dirs: list[Path] = [Path("ops/scenarios")]
+    """Distributed mode: the folders a goal line's ``scripted:PATH`` model may name a scenario in (tests, CI,
+    demos); a worker reads no scenario file outside them (``ORCH_SCENARIO_DIRS='["/srv/scenarios"]'``)."""
     ceilings: Ceilings = Ceilings()
     job_inputs: JobInputSettings = JobInputSettings()
     log_level: str = "INFO"

@@ -91,6 +91,7 @@ def _one_run(
             ORCH_OUTPUT_ROOT=str(root / "out"),
             ORCH_CACHE_DIR=str(root / "cache"),
             ORCH_SKILLS_DIR=str(skills.resolve()),
+            ORCH_SCENARIO_DIRS=json.dumps([str(scenario.resolve().parent)]),
             ORCH_LOG_LEVEL="WARNING",
         )
         with _workers(root, workers, env, url):

@@ -50,6 +50,7 @@ from orchestrator.worker.tenancy import (
     job_work_dir,
     library_root,
     own_out_dir,
+    scenario_file,
 )
 from orchestrator.workflow.models import GoalError, GoalRequest, GoalResult, GoalState
 from orchestrator.workflow.run import Runtime, act_step, plan_goal, reflect_finish, reflect_replan, start_goal
@@ -389,6 +390,7 @@ def _model(
         with open_model(spec, settings.model, job_id=job_id, phase=phase) as model:
             yield model, None
         return
+    value = str(scenario_file(settings, value))  # never a file outside the scenario folders
     stamp = Path(value).stat().st_mtime_ns
     key = (os.getpid(), threading.get_ident(), spec, settings.model, stamp)
     entry = _MODELS.get(key)

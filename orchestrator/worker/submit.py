@@ -26,7 +26,13 @@ from orchestrator.worker.blobs import BlobStore
 from orchestrator.worker.inputs import InputRef, gather_inputs
 from orchestrator.worker.ledger import JobRecord, Ledger
 from orchestrator.worker.limits import hard_limit_s, visibility_timeout_s
-from orchestrator.worker.tenancy import DEFAULT_LIBRARY, JOB_ID_PATTERN, library_root, over_ceilings
+from orchestrator.worker.tenancy import (
+    DEFAULT_LIBRARY,
+    JOB_ID_PATTERN,
+    library_root,
+    over_ceilings,
+    scenario_file,
+)
 
 MAX_LINE_BYTES = 1_000_000
 MB = 1024 * 1024
@@ -162,7 +168,8 @@ def resolve_line(line: GoalLine, settings: Settings) -> tuple[JobRequest, list[b
         scenario = Path(value)
         if not scenario.is_file():
             raise ConfigError(f"model: scenario file not found: {scenario}")
-        model = f"scripted:{scenario.resolve()}"
+        scenario = scenario_file(settings, value)
+        model = f"scripted:{scenario}"
         if not wanted:  # as `run` does: a scenario may name the goal's input files (relative to itself)
             wanted = [str(p) for p in scenario_inputs(load_scenario(scenario))]
     if line.out is not None and line.out != line.job_id:

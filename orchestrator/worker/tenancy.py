@@ -44,6 +44,24 @@ def library_root(settings: Settings, name: str | None) -> Path:
     return libraries[name]
 
 
+def scenario_file(settings: Settings, value: str) -> Path:
+    """A ``scripted:`` model's scenario: a regular YAML file inside one of ``scenario_dirs``, or refused.
+
+    A worker reads this file and reports what is wrong with it, so an unchecked path would read any file the worker
+    can (``/proc/1/environ``, another job's evidence) into a job's reason.
+    """
+    path = Path(value).resolve()
+    inside = any(path.is_relative_to(Path(d).resolve()) for d in settings.scenario_dirs)
+    if not inside or path.suffix.lower() not in (".yaml", ".yml") or not path.is_file():
+        dirs = ", ".join(str(d) for d in settings.scenario_dirs) or "none"
+        raise Refused(
+            f"model: scenario {value[:200]!r} is not a .yaml file in a scenario folder ({dirs})",
+            where="model",
+            next_step="put the scenario in a folder of the setting scenario_dirs (ORCH_SCENARIO_DIRS)",
+        )
+    return path
+
+
 def over_ceilings(budgets: Budgets, settings: Settings) -> list[str]:
     """``budget=value over the ceiling N`` for each budget above the operator's ceiling."""
     ceilings = settings.ceilings

@@ -15,7 +15,7 @@ SALES = REPO / "ops/scenarios/data/sales.csv"
 
 
 def _parse(tmp_path: Path, *lines: dict[str, object]) -> tuple[list, list]:
-    settings = load_settings(skills_dir=REPO / "skills", output_root=tmp_path / "out")
+    settings = load_settings(skills_dir=REPO / "skills", output_root=tmp_path / "out", scenario_dirs=[REPO, tmp_path])
     return parse_lines([json.dumps(line) for line in lines], settings)
 
 

@@ -21,7 +21,7 @@ from orchestrator.worker.submit import parse_lines, submit_lines
 
 def _settings(tmp_path: Path, **extra: object):  # noqa: ANN202
     return load_settings(skills_dir=REPO / "skills", output_root=tmp_path / "out", cache_dir=tmp_path / "cache",
-                         **extra)
+                         scenario_dirs=[REPO / "ops" / "scenarios"], **extra)
 
 
 def _line(**fields: object) -> str:
@@ -155,3 +155,18 @@ def test_input_bytes_travel_by_hash_and_the_ledger_holds_no_path(ledger, tmp_pat
     assert ref["name"] == "sales.csv" and str(data.parent) not in json.dumps(record.request)
     assert BlobStore(ledger.r, max_bytes=1 << 20, ttl_s=60).get(ref["sha256"]) == data.read_bytes()
     assert 0 < ledger.r.ttl(f"orch:blob:{ref['sha256']}") <= 7 * 24 * 3600
+
+
+def test_a_scripted_model_names_only_a_scenario_in_a_scenario_folder(tmp_path: Path) -> None:
+    """A worker reads the scenario and reports what is wrong with it: any other file would leak into a reason."""
+    outside = tmp_path / "evidence.yaml"
+    outside.write_text("goal: x\nsteps: []\n")
+    reasons = _rejected(
+        tmp_path,
+        _line(model="scripted:/proc/self/environ", inputs=[str(BRAND_JSON)]),
+        _line(model=f"scripted:{outside}"),
+        _line(model=f"scripted:{REPO / 'pyproject.toml'}"),
+        _line(),
+    )
+    assert sorted(reasons) == [1, 2, 3]
+    assert all("scenario folder" in reasons[n] for n in (2, 3)) and "scenario" in reasons[1]

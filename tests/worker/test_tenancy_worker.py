@@ -69,6 +69,7 @@ def test_a_checkpoint_naming_a_host_file_as_input_or_another_work_folder_fails_t
         ({"skills": "/tmp"}, "not a registered library"),
         ({"budgets": {"disk_write_limit_mb": 1_000_000}}, "over the ceiling"),
         ({"inputs": [{"name": "environ", "size": 1, "sha256": "0" * 64}]}, "no longer in Redis"),
+        ({"model": "scripted:/proc/1/environ"}, "not a .yaml file in a scenario folder"),
     ],
 )
 def test_a_record_rewritten_in_redis_is_refused_again_by_the_worker(

@@ -90,6 +90,7 @@ class Cluster:
             ORCH_CACHE_DIR=str(self.root / "cache"),
             ORCH_SKILLS_DIR=str(REPO / "skills"),
             ORCH_SANDBOX__LABEL_PREFIX=LABEL_PREFIX,
+            ORCH_SCENARIO_DIRS=json.dumps([str(REPO), str(self.root)]),
             OPENAI_BASE_URL="http://127.0.0.1:9/v1",
             OPENAI_API_KEY="sk-test-never-sent-anywhere",
             PYTHONUNBUFFERED="1",
