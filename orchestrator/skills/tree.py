@@ -20,7 +20,7 @@ from pathlib import Path
 _CHUNK = 1 << 20
 _Signature = tuple[tuple[str, int, int, int, int, int], ...]
 _MEMO: dict[str, tuple[_Signature, str]] = {}
-_MEMO_MAX = 256
+_MEMO_MAX = 4096  # a library of a few thousand skills stays remembered
 _LOCK = threading.Lock()
 
 

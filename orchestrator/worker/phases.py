@@ -9,7 +9,6 @@ trace, the clean-up. A Reflect that re-plans queues the new plan's first act ins
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 import tempfile
@@ -35,6 +34,7 @@ from orchestrator.logs import get_logger, mask_value
 from orchestrator.sandbox.docker import SandboxRunner
 from orchestrator.skills.cache import ReadCache
 from orchestrator.skills.loader import RUNTIME_WORK_DIRS, SkillLibrary
+from orchestrator.skills.tree import tree_hash
 from orchestrator.tracing import emit_goal_span, tracer, under_goal
 from orchestrator.worker.blobs import BlobStore
 from orchestrator.worker.heartbeat import Heartbeat
@@ -59,7 +59,6 @@ log = get_logger("orchestrator.worker")
 
 Enqueue = Callable[[JobRecord, str], None]
 EventSink = Callable[[str, dict[str, Any]], None]
-MAX_HASH_BYTES = 64 * 1024 * 1024
 
 
 class PhaseBusy(Exception):
@@ -434,33 +433,8 @@ def _versions(library: Any, skill_ids: list[str]) -> list[SkillVersion]:
             folder = library.resolve(skill_id, "SKILL.md").parent
         except OrchestratorError:
             continue
-        out.append(SkillVersion(id=skill_id, sha256=folder_hash(folder)))
+        out.append(SkillVersion(id=skill_id, sha256=tree_hash(folder)))  # the identity stored work is keyed by
     return out
-
-
-_HASHES: dict[Path, tuple[tuple[tuple[str, int, int], ...], str]] = {}
-
-
-def folder_hash(folder: Path) -> str:
-    """sha256 over every regular file's relative path and bytes (sizes only past 64 MB in total).
-
-    Remembered per process while no file's size or modification time changes, so the plan phase of every goal
-    does not read every skill again.
-    """
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
-    signature = tuple((p.relative_to(folder).as_posix(), (st := p.stat()).st_size, st.st_mtime_ns) for p in files)
-    cached = _HASHES.get(folder)
-    if cached is not None and cached[0] == signature:
-        return cached[1]
-    digest = hashlib.sha256()
-    budget = MAX_HASH_BYTES
-    for path, (rel, size, _mtime) in zip(files, signature, strict=True):
-        digest.update(f"{rel}\0{size}\0".encode("utf-8", errors="surrogateescape"))
-        if size <= budget:
-            budget -= size
-            digest.update(path.read_bytes())
-    _HASHES[folder] = (signature, digest.hexdigest())
-    return digest.hexdigest()
 
 
 def _save_evidence(result: GoalResult, cache_dir: Path) -> str:
