@@ -92,7 +92,8 @@ def test_each_tool_call_and_each_container_is_a_span_under_its_act(
     shared_cluster: Cluster, sandbox_image: str, tmp_path: Path
 ) -> None:
     cluster = shared_cluster
-    scenario = _with_hostile_tool_call(REPO / "ops/scenarios/csv-summary.yaml", tmp_path / "csv.yaml")
+    # in the cluster's folder: the workers read scenarios only from their scenario folders (scenario_dirs)
+    scenario = _with_hostile_tool_call(REPO / "ops/scenarios/csv-summary.yaml", cluster.root / "traced-csv.yaml")
     line = json.dumps({
         "goal": "Summarise sales.csv: total revenue per region, with a bar chart of the totals",
         "model": f"scripted:{scenario}", "job_id": "traced-csv",  # sales.csv: the scenario's own `inputs`
