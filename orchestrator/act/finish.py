@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 from orchestrator.act.budget import BudgetTracker
@@ -90,8 +91,9 @@ def finalize(
             f"missing references: {', '.join(state.missing_refs)} ({exit_.why})",
             "add the missing files to the skill or remove the references",
         )
-    if done:
+    if done and time.monotonic() < state.deadline:  # thumbnails count against the Act's time budget
         add_thumbnails(ctx, out_dir)  # before persisting: a second run restores them instead of converting again
+    if done:
         persist_success(ctx)
     return ActResult(
         skill_id=deps.request.skill_id,

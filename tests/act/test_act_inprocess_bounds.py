@@ -57,3 +57,35 @@ def test_summarize_reads_at_most_its_cap(write_skill, skills_root, settings, tmp
     act("s", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out", qa_mode="off")
     reply = model.calls[1].messages[-1].content or ""
     assert "cut to its first" in reply and "# Title" in reply
+
+
+def test_thumbnails_are_not_started_once_the_acts_time_budget_is_spent(write_skill, skills_root, settings, tmp_path,
+                                                                         sandbox_runner):
+    """Thumbnails (LibreOffice in the sandbox, seconds each) count against the Act's budget like any tool."""
+    import base64
+    import io
+
+    from pptx import Presentation
+
+    from orchestrator.testing import FunctionModel
+
+    deck = io.BytesIO()
+    Presentation().save(deck)
+    write_skill("deck", "Write a deck.")
+    calls: list[str] = []
+
+    def answer(messages, tools, purpose):  # noqa: ANN001, ANN202 - a function of the turn, not of the prompt
+        calls.append(purpose)
+        if len(calls) == 1:
+            return tool_call_response("write_artifact", path="deck.pptx",
+                                      base64=base64.b64encode(deck.getvalue()).decode())
+        time.sleep(1.6)  # the model's last turn ends after the Act's budget
+        return tool_call_response("finish", summary="done", outputs=["build/deck.pptx"])
+
+    started = time.monotonic()
+    result = act("deck", FunctionModel(answer), skills_root=skills_root, settings=settings, out_dir=tmp_path / "out",
+                 qa_mode="off", sandbox=sandbox_runner, budgets=Budgets(time_budget_ms=1500))
+    assert result.status == "done"
+    assert [r.tool for r in result.evidence_summary if r.tool == "thumbnail"] == []
+    assert not any(a.type == "thumbnail" for a in result.artifacts)
+    assert time.monotonic() - started < 8
