@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
 from orchestrator.errors import ConfigError
@@ -187,14 +187,43 @@ class SupervisorSettings(_Section):
     response: Literal["SUMMARY", "SCORED"] = "SUMMARY"
 
 
+ModelProfile = Literal["hosted", "local"]
+DEFAULT_MAX_TOKENS_BY_PURPOSE = {"plan": 2048, "reflect": 512, "semantic": 1024, "answer": 768}
+
+
 class ModelSettings(_Section):
-    """Model call defaults: deterministic by default (temperature 0, fixed seed)."""
+    """Model call defaults: deterministic by default (temperature 0, fixed seed), every reply bounded."""
 
     name: str = "openai:gpt-4o-mini"
+    profile: ModelProfile = Field(
+        "hosted", description="hosted: a fast API; local: a slow server on this machine (see MODEL_PROFILES)"
+    )
     temperature: float = Field(0.0, ge=0, le=2)
-    seed: int = 7
+    seed: int | None = 7
     request_timeout_s: float = Field(60.0, gt=0)
     max_retries: int = Field(2, ge=0)
+    max_tokens: int = Field(4096, ge=16, description="the most tokens one reply may have (sent with every request)")
+    max_tokens_by_purpose: dict[str, int] = Field(
+        default_factory=lambda: dict(DEFAULT_MAX_TOKENS_BY_PURPOSE),
+        description="lower caps by purpose (plan, act, reflect, semantic, answer); max_tokens is the ceiling",
+    )
+    max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = Field(
+        "max_tokens", description="the request field carrying the cap (OpenAI's reasoning models want the second)"
+    )
+    text_tool_calls: Literal["auto", "off"] = Field(
+        "auto", description="auto: tool calls written as text in a reply without tool_calls are read as calls"
+    )
+    response_cache: bool = Field(
+        True, description="answer an identical deterministic request from the cache folder (--no-memo bypasses it)"
+    )
+
+    def max_tokens_for(self, purpose: str) -> int:
+        return min(self.max_tokens, self.max_tokens_by_purpose.get(purpose, self.max_tokens))
+
+    @property
+    def deterministic(self) -> bool:
+        """Temperature 0 with a seed: the only settings under which a reply may be reused for the same request."""
+        return self.temperature == 0 and self.seed is not None
 
 
 class DisclosureSettings(_Section):
@@ -251,6 +280,26 @@ class SelectionSettings(_Section):
     """How often Reflect may ask for a new plan when a step stays unmet after its retry."""
 
 
+MODEL_PROFILES: dict[str, dict[str, Any]] = {
+    "hosted": {},
+    # A small model on a slow local server (llama.cpp, Ollama, LM Studio on a laptop or a 2-core box): a first Act
+    # request of ~4.5k tokens takes minutes, a 16k context holds the request and its reply, replies are capped at
+    # what such servers generate by default, and a retry of a timed-out request would queue behind it.
+    "local": {
+        "model": {
+            "request_timeout_s": 900,
+            "max_retries": 0,
+            "max_tokens": 1024,
+            "max_tokens_by_purpose": {"plan": 768, "reflect": 256, "semantic": 512, "answer": 384},
+        },
+        "limits": {"time_budget_ms": 2_400_000},
+        "disclosure": {"act_request_max_tokens": 10_000, "act_keep_recent_results": 3},
+        "worker": {"time_limit_margin_s": 900},
+    },
+}
+"""Defaults by ``model.profile``: filled in under whatever the file, the environment or the caller set."""
+
+
 class Settings(BaseSettings):
     """All settings of one process. Build with :func:`load_settings`; pass it down explicitly."""
 
@@ -283,6 +332,19 @@ class Settings(BaseSettings):
     job_inputs: JobInputSettings = JobInputSettings()
     log_level: str = "INFO"
     log_json: bool = True
+
+    @model_validator(mode="before")
+    @classmethod
+    def _profile_defaults(cls, data: Any) -> Any:
+        """``model.profile`` picks defaults for the settings that depend on the model's speed (see MODEL_PROFILES);
+        any value given explicitly still wins."""
+        if not isinstance(data, dict):
+            return data
+        given = {k: v.model_dump(exclude_unset=True) if isinstance(v, BaseModel) else v for k, v in data.items()}
+        model = given.get("model")
+        profile = model.get("profile") if isinstance(model, dict) else None
+        preset = MODEL_PROFILES.get(profile) if isinstance(profile, str) else None
+        return _deep_merge(preset, given) if preset else data
 
     @classmethod
     def settings_customise_sources(

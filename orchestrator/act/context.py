@@ -64,6 +64,9 @@ class ActState:
     stdout_results: list[Any] = field(default_factory=list)
     missing_refs: list[str] = field(default_factory=list)
     validation_stats: ValidationStats = field(default_factory=ValidationStats)
+    replaying: bool = False
+    """The Act's opening request was answered from the response cache: it replays an earlier run's conversation, so
+    tools answer as they did then (no digests or memo notes that would make the next request differ)."""
     deadline: float = math.inf
     """When the Act's time budget ends (``time.monotonic()``); tools that may run long stop by then."""
 

@@ -7,6 +7,7 @@ import json
 import mimetypes
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
@@ -66,10 +67,23 @@ def _list_inputs(root: Path | None) -> list[str]:
     return sorted(p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file())
 
 
+@dataclass(frozen=True)
+class ModelUse:
+    """The model call a step came from: its usage and latency go on the step's first record only."""
+
+    usage: Usage = Usage()
+    ms: int = 0
+    cache_hit: bool = False
+
+    def later(self) -> ModelUse:
+        """What the step's later records carry: whether the call was a cache hit, no usage."""
+        return ModelUse(cache_hit=self.cache_hit)
+
+
 def step_record(
     step: int,
     kind: Literal["tool", "reflect", "model"],
-    usage: tuple[Usage, int] | None,
+    usage: ModelUse | None,
     *,
     text: str = "",
     started: float | None = None,
@@ -80,13 +94,14 @@ def step_record(
 ) -> StepRecord:
     """The one place a step's record is built: the model's usage (on the first record of its response), the tool
     call's reason (from the validated arguments), its outcome's facts, and a finish's validation tokens."""
-    model_usage, model_ms = usage or (Usage(), 0)
-    tokens_in = model_usage.prompt_tokens + (report.tokens_in if report else 0)
-    tokens_out = model_usage.completion_tokens + (report.tokens_out if report else 0)
-    ms = model_ms + (int((time.monotonic() - started) * 1000) if started is not None else 0)
+    use = usage or ModelUse()
+    tokens_in = use.usage.prompt_tokens + (report.tokens_in if report else 0)
+    tokens_out = use.usage.completion_tokens + (report.tokens_out if report else 0)
+    ms = use.ms + (int((time.monotonic() - started) * 1000) if started is not None else 0)
+    cached = {"cache_hit": use.cache_hit, "cached_tokens": use.usage.cached_tokens}
     if call is None or outcome is None:
         return StepRecord(step=step, kind=kind, reason_short=text[:200] if kind == "model" else text,
-                          tokens_in=tokens_in, tokens_out=tokens_out, ms=ms)
+                          tokens_in=tokens_in, tokens_out=tokens_out, ms=ms, **cached)
     return StepRecord(
         step=step,
         kind=kind,
@@ -104,6 +119,7 @@ def step_record(
         container=outcome.container,
         disclosure=outcome.disclosure,
         dedup=isinstance(outcome.effect, RepeatedRead),
+        **cached,
     )
 
 

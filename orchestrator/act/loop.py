@@ -15,14 +15,23 @@ from pathlib import Path
 
 from orchestrator.act.budget import BudgetTracker
 from orchestrator.act.context import ActContext, ActDeps, ActState
-from orchestrator.act.evidence import initial_messages, log_step, step_record
+from orchestrator.act.evidence import ModelUse, initial_messages, log_step, step_record
 from orchestrator.act.finish import PASSING_EXITS, finalize, finish_attempt
 from orchestrator.act.models import ActResult
 from orchestrator.act.steps import Continue, Exit, Finished, StepResult, Stopped
 from orchestrator.act.tools import TOOLS, Finish, PreparedCall, RepeatedRead, ToolOutcome, ToolSet, Violation
-from orchestrator.act.turns import Run, attach_images, packed, progress, repeated_read, tool_message
+from orchestrator.act.turns import (
+    Run,
+    attach_images,
+    packed,
+    progress,
+    repeated_failure,
+    repeated_read,
+    tool_message,
+    unread_calls,
+)
 from orchestrator.errors import ModelError, SandboxError
-from orchestrator.llm.interface import ChatModel, Message, ToolCall, Usage
+from orchestrator.llm.interface import ChatModel, Message, ToolCall
 from orchestrator.prompts import load_prompt, render_prompt
 from orchestrator.tracing import tracer
 from orchestrator.validate.validator import ValidationReport
@@ -52,9 +61,11 @@ def _turn(run: Run) -> StepResult:
         return Stopped(Exit("model_error", str(e), e.next_step or "check the model settings and retry"))
     state = run.ctx.state
     state.step += 1
+    if state.step == 1:  # the Act's opening request was answered from the cache: it replays an earlier run
+        state.replaying = response.cache_hit
     run.messages.append(response.as_message())
-    usage = (response.usage, int((time.monotonic() - started) * 1000))
-    if not response.tool_calls:
+    usage = ModelUse(response.usage, int((time.monotonic() - started) * 1000), response.cache_hit)
+    if not response.tool_calls and not response.unread_calls:
         log_step(run.ctx, step_record(state.step, "model", usage, text=response.content or ""))
         run.final_message = response.content or ""
         run.messages.append(Message(role="user", content=load_prompt("act_nudge")))
@@ -65,14 +76,18 @@ def _turn(run: Run) -> StepResult:
         if not isinstance(result, Continue) or run.budget.tool_calls >= run.ctx.deps.request.budgets.max_tool_calls:
             run.messages.append(tool_message(call, json.dumps({"ok": False, "error": render_prompt("errors/not_run")})))
             continue
-        result = _call(run, call, usage if index == 0 else None)
+        result = _call(run, call, usage if index == 0 else usage.later())
+        if isinstance(result, Continue) and not state.records[-1].ok:
+            result = repeated_failure(run, call.name, call.arguments, state.records[-1].error or "")
     attach_images(run)
+    if response.unread_calls and isinstance(result, Continue):
+        result = unread_calls(run, response, usage if not response.tool_calls else usage.later())
     if not isinstance(result, Continue):
         return result
     return progress(run, progressed=any(r.file_ids for r in state.records[first_record:]))
 
 
-def _call(run: Run, call: ToolCall, usage: tuple[Usage, int] | None) -> StepResult:
+def _call(run: Run, call: ToolCall, usage: ModelUse) -> StepResult:
     """One tool call as a ``tool`` span (a container it starts is a child span); its record gives the attributes."""
     ctx = run.ctx
     attrs: dict[str, str | int] = {
@@ -94,7 +109,7 @@ def _call(run: Run, call: ToolCall, usage: tuple[Usage, int] | None) -> StepResu
         return result
 
 
-def _apply(run: Run, call: ToolCall, usage: tuple[Usage, int] | None) -> StepResult:
+def _apply(run: Run, call: ToolCall, usage: ModelUse) -> StepResult:
     """Apply one tool call and act on its effect; its record is built in ``finally``, whatever happened."""
     started = time.monotonic()
     prepared: PreparedCall | None = None

@@ -85,6 +85,10 @@ class StepRecord(BaseModel):
     """The disclosure level of what this step sent to the model (SKILL.md body: L2, a reference or file: L3)."""
     dedup: bool = False
     """The step asked for content already sent (or digested earlier): only a note was sent."""
+    cache_hit: bool = False
+    """The model's reply for this step came from the response cache: nothing was sent, no tokens used."""
+    cached_tokens: int = 0
+    """Prompt tokens the provider served from its own prompt cache (part of ``tokens_in``)."""
 
 
 class Disclosure(BaseModel):
@@ -116,6 +120,10 @@ class ActMetrics(BaseModel):
     memo_hits: int = 0
     containers: int = 0
     micro_reflects: int = 0
+    response_cache_hits: int = 0
+    """Model replies answered from the response cache (not counted in ``model_calls``: nothing was sent)."""
+    cached_tokens: int = 0
+    """Prompt tokens the provider reported as served from its prompt cache."""
 
     @property
     def tokens(self) -> int:
@@ -130,7 +138,7 @@ class ActMetrics(BaseModel):
             tokens_in=sum(r.tokens_in for r in records),
             tokens_out=sum(r.tokens_out for r in records),
             tool_calls=sum(r.kind == "tool" for r in records),
-            model_calls=len({r.step for r in records}),
+            model_calls=len({r.step for r in records} - {r.step for r in records if r.cache_hit}),
             duration_ms=duration_ms,
             disclosure=disclosed
             + Disclosure(
@@ -141,6 +149,8 @@ class ActMetrics(BaseModel):
             memo_hits=sum(r.memo_hit for r in records),
             containers=sum(r.container is not None for r in records),
             micro_reflects=sum(r.kind == "reflect" for r in records),
+            response_cache_hits=len({r.step for r in records if r.cache_hit}),
+            cached_tokens=sum(r.cached_tokens for r in records),
         )
 
 

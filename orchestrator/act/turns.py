@@ -3,14 +3,16 @@ progress and the one Micro-Reflect, and re-reads on a reference cycle. The drive
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from orchestrator.act.budget import BudgetTracker
 from orchestrator.act.context import ActContext
-from orchestrator.act.evidence import log_step, step_record
+from orchestrator.act.evidence import ModelUse, log_step, step_record
 from orchestrator.act.images import ViewedImage
+from orchestrator.act.memo import canonical_digest
 from orchestrator.act.packing import pack_messages
 from orchestrator.act.steps import Continue, Exit, StepResult, Stopped
 from orchestrator.act.tools import ToolSet
@@ -22,6 +24,7 @@ from orchestrator.validate.validator import ValidationReport
 NO_PROGRESS_TURNS = 2  # turns without a new or changed artifact before the one Micro-Reflect
 STALL_TURNS_AFTER_REFLECT = 4
 CYCLE_REPEATS = 3
+REPEATED_FAILURES = 3  # the same failing call, with nothing changed in build/ meanwhile, ends the Act the 3rd time
 
 
 @dataclass
@@ -41,6 +44,8 @@ class Run:
     reflected: bool = False
     repeat_reads: int = 0
     images: list[ViewedImage] = field(default_factory=list)  # view_image results to send after the tool results
+    failures: dict[str, int] = field(default_factory=dict)
+    """How often each failing call (name, arguments, build/ changes so far) failed."""
 
 
 def packed(run: Run) -> list[Message]:
@@ -124,7 +129,51 @@ def micro_reflect(run: Run) -> StepResult:
         return Stopped(Exit("model_error", str(e), e.next_step or "check the model settings and retry"))
     run.ctx.state.step += 1
     plan = (response.content or "").strip()[:1200]
-    usage = (response.usage, int((time.monotonic() - started) * 1000))
+    usage = ModelUse(response.usage, int((time.monotonic() - started) * 1000), response.cache_hit)
     log_step(run.ctx, step_record(run.ctx.state.step, "reflect", usage, text=plan[:400]))
     run.messages.append(Message(role="user", content=render_prompt("act_reflect_note", plan=plan)))
     return Continue()
+
+
+def repeated_failure(run: Run, name: str, arguments: str, error: str) -> StepResult:
+    """A call that failed: the third identical failing call, with nothing changed in ``build/`` meanwhile, ends the
+    Act as ``stalled``. The model keeps asking for something that cannot work; going on only spends the budgets."""
+    changes = sum(len(r.file_ids) for r in run.ctx.state.records)
+    key = canonical_digest(name.strip(), _canonical_arguments(arguments), changes)
+    run.failures[key] = count = run.failures.get(key, 0) + 1
+    if count < REPEATED_FAILURES:
+        return Continue()
+    what = f"{name.strip()[:60]} {arguments.strip()[:200]}".strip()
+    return Stopped(
+        Exit(
+            "stalled",
+            f"the model made the same failing call {count} times ({what}): {error[:300]}",
+            "the model repeats a call that cannot work: give the goal more detail or use a stronger model",
+        )
+    )
+
+
+def unread_calls(run: Run, response: ModelResponse, usage: ModelUse) -> StepResult:
+    """Calls the reply tried to make but that could not be read (malformed text, cut at ``max_tokens``): each is a
+    failed step the model is told about in one message, so it can send it again properly."""
+    max_tokens = run.ctx.deps.settings.model.max_tokens_for("act")
+    errors = []
+    result: StepResult = Continue()
+    for index, unread in enumerate(response.unread_calls):
+        error = render_prompt("errors/unread_call", call=unread, max_tokens=max_tokens)
+        errors.append(error)
+        name = unread.name or "(unreadable call)"
+        record = step_record(run.ctx.state.step, "tool", usage if index == 0 else usage.later(), text=unread.text)
+        log_step(run.ctx, record.model_copy(update={"tool": name, "ok": False, "error": error,
+                                                     "reason_short": ""}))
+        if isinstance(result, Continue):
+            result = repeated_failure(run, name, unread.text, error)
+    run.messages.append(Message(role="user", content=render_prompt("errors/unread_calls", errors=errors)))
+    return result
+
+
+def _canonical_arguments(arguments: str) -> object:
+    try:
+        return json.loads(arguments)
+    except (ValueError, RecursionError):
+        return arguments.strip()

@@ -70,8 +70,11 @@ app.command("validate", help="Validate an output folder: contract rules, then (w
 app.command("submit", help="Queue goals (JSONL, one per line) for the workers; --wait for the results.")(jobs.submit)
 app.command("jobs", help="The job ledger: states, attempts, workers, artifacts, traces.")(jobs.jobs)
 app.command("worker", help="Run a Celery worker for the Plan/Act/Reflect tasks.")(jobs.worker)
-app.command("scripted-llm", help="Serve a scripted scenario as an OpenAI-compatible HTTP endpoint.")(
+app.command("scripted-llm", help="Serve a scripted scenario (or a recording) as an OpenAI-compatible endpoint.")(
     llm.scripted_llm
+)
+app.command("record-llm", help="Record real model sessions: a pass-through proxy that writes what it forwards.")(
+    llm.record_llm
 )
 
 

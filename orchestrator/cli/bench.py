@@ -130,4 +130,7 @@ def tokens_bench(
                 f"{run.skills} skills: planner {run.planner_prompt_tokens} tokens vs naive {run.naive_prompt_tokens};"
                 f" target on the shortlist: {run.shortlist_contains_target}"
             )
-        typer.echo(f"first run {result.first_run_tokens} tokens, second run {result.second_run_tokens}")
+        typer.echo(
+            f"first run {result.first_run_tokens} tokens, second run {result.second_run_tokens} "
+            f"({result.second_run_saving:.0%} fewer; {result.second_run_response_cache_hits} replies from the cache)"
+        )

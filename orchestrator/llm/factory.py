@@ -6,6 +6,7 @@ ephemeral loopback port and called through the same :class:`OpenAIChatModel` a r
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from orchestrator.config import ModelSettings
 from orchestrator.errors import ConfigError
+from orchestrator.llm.cache import ResponseCache
 from orchestrator.llm.interface import ChatModel
 from orchestrator.llm.openai_client import OpenAIChatModel
 from orchestrator.llm.scenario import Scenario, load_scenario
@@ -49,20 +51,33 @@ def open_model(
     trace_path: Path | None = None,
     job_id: str | None = None,
     phase: tuple[str, int] | None = None,
+    cache_dir: Path | None = None,
 ) -> Iterator[ChatModel]:
     """A chat model for ``spec``, closed (and its scenario server stopped) on exit.
 
     ``trace_path`` (scripted only) defaults to ``$ORCH_SCRIPTED_TRACE``: every request body is appended to it.
     ``job_id`` (``openai:`` models) is sent as the ``X-Orch-Job`` header of every request, and ``phase`` (the job's
-    phase and its attempt) as ``X-Orch-Phase`` and ``X-Orch-Attempt``.
+    phase and its attempt) as ``X-Orch-Phase`` and ``X-Orch-Attempt``. ``cache_dir`` (the cache folder; None with
+    ``--no-memo``) holds the response cache under ``store/responses``.
     """
     kind, value = parse_model_spec(spec)
+    cache = response_cache(cache_dir)
     if kind == "openai":
-        with OpenAIChatModel(value, settings, name=spec, job_id=job_id, phase=phase) as model:
+        with OpenAIChatModel(value, settings, name=spec, job_id=job_id, phase=phase, cache=cache) as model:
             yield model
         return
-    with open_scripted_model(Path(value), settings, trace_path=trace_path, name=spec) as (model, _server):
+    with open_scripted_model(Path(value), settings, trace_path=trace_path, name=spec, cache=cache) as (model, _):
         yield model
+
+
+def response_cache(cache_dir: Path | None) -> ResponseCache | None:
+    """The response cache of a cache folder (None: no cache)."""
+    return ResponseCache(cache_dir / "store" / "responses") if cache_dir is not None else None
+
+
+def scenario_identity(scenario: Scenario) -> str:
+    """Who answers a scripted model, for the response cache: the scenario's content (its server's port changes)."""
+    return "scripted:" + hashlib.sha256(scenario.model_dump_json().encode("utf-8")).hexdigest()
 
 
 @contextmanager
@@ -74,6 +89,7 @@ def open_scripted_model(
     name: str | None = None,
     start_at: int = 0,
     partial: bool = False,
+    cache: ResponseCache | None = None,
 ) -> Iterator[tuple[OpenAIChatModel, ScenarioServer]]:
     """The model and its running scenario server (for tests that inspect ``server.requests``).
 
@@ -92,6 +108,8 @@ def open_scripted_model(
             api_key=SCRIPTED_API_KEY,
             base_url=server.base_url,
             name=name or f"scripted:{scenario.source}",
+            cache=cache,
+            cache_identity=scenario_identity(scenario),
         ) as model:
             yield model, server
     finally:

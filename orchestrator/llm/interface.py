@@ -11,7 +11,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Purpose = Literal["plan", "act", "reflect", "semantic", "other"]
+Purpose = Literal["plan", "act", "reflect", "semantic", "answer", "other"]
 
 
 class ToolCall(BaseModel):
@@ -90,10 +90,27 @@ class Usage(BaseModel):
 
     prompt_tokens: int = Field(0, ge=0)
     completion_tokens: int = Field(0, ge=0)
+    cached_tokens: int = Field(0, ge=0)
+    """Prompt tokens the provider served from its own prompt cache (part of ``prompt_tokens``), when it says so."""
 
     @property
     def total_tokens(self) -> int:
         return self.prompt_tokens + self.completion_tokens
+
+
+class UnreadCall(BaseModel):
+    """A tool call the reply tried to make but that could not be read: the model is told and can fix it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str = ""
+    """The tool it seems to call, when that much could be read."""
+    detail: str
+    """Why it could not be read (a JSON error, a missing part)."""
+    cut: bool = False
+    """The reply ended at ``max_tokens`` inside this call."""
+    text: str = ""
+    """The start of what the model wrote (at most 300 characters)."""
 
 
 class ModelResponse(BaseModel):
@@ -101,13 +118,27 @@ class ModelResponse(BaseModel):
 
     content: str | None = None
     tool_calls: tuple[ToolCall, ...] = ()
+    unread_calls: tuple[UnreadCall, ...] = ()
+    """Calls that could not be read (written as text but malformed, or cut off at ``max_tokens``)."""
+    calls_from_text: bool = False
+    """The tool calls were read from the reply's text (the server returned none of its own)."""
     usage: Usage = Usage()
     finish_reason: str | None = None
     model: str = ""
     latency_ms: int = 0
+    cache_hit: bool = False
+    """Answered from the response cache: nothing was sent to the model (``usage`` is zero)."""
+
+    @property
+    def cut(self) -> bool:
+        """The reply ended because it reached ``max_tokens``."""
+        return self.finish_reason == "length"
 
     def as_message(self) -> Message:
-        return Message(role="assistant", content=self.content, tool_calls=self.tool_calls)
+        content = self.content
+        if content is None and not self.tool_calls:  # e.g. only a cut call: keep what the model wrote
+            content = "\n".join(u.text for u in self.unread_calls)
+        return Message(role="assistant", content=content, tool_calls=self.tool_calls)
 
 
 @runtime_checkable

@@ -9,8 +9,10 @@ still failing afterwards becomes a :class:`ModelError` that says what happened a
 from __future__ import annotations
 
 import ipaddress
+import json
 import os
 import time
+import uuid
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, cast
@@ -20,7 +22,9 @@ import openai
 
 from orchestrator.config import ModelSettings
 from orchestrator.errors import ModelError, ModelErrorCode
-from orchestrator.llm.interface import Message, ModelResponse, Purpose, ToolCall, ToolSpec, Usage
+from orchestrator.llm.cache import ResponseCache, WireCall, WireReply, request_key
+from orchestrator.llm.interface import Message, ModelResponse, Purpose, ToolCall, ToolSpec, UnreadCall, Usage
+from orchestrator.llm.textcalls import read_text_calls
 from orchestrator.logs import get_logger
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -28,6 +32,7 @@ PURPOSE_HEADER = "X-Orch-Purpose"
 JOB_HEADER = "X-Orch-Job"
 PHASE_HEADER = "X-Orch-Phase"
 ATTEMPT_HEADER = "X-Orch-Attempt"
+CACHED_TURNS_HEADER = "X-Orch-Cached-Turns"
 
 log = get_logger("orchestrator.llm")
 
@@ -38,7 +43,9 @@ class OpenAIChatModel:
     ``model`` is the id the server knows (``gpt-4o-mini``, ``llama3.1:8b``); ``name`` is what the runtime
     reports (defaults to ``openai:<model>``). ``api_key`` and ``base_url`` default to ``OPENAI_API_KEY`` and
     ``OPENAI_BASE_URL``. ``job_id`` is sent with every request (header ``X-Orch-Job``), so a server shared by many
-    goals (a gateway's logs, our scenario library server) can tell their conversations apart.
+    goals (a gateway's logs, our scenario library server) can tell their conversations apart. With a ``cache``
+    (and ``model.response_cache`` on), a deterministic request already answered is answered from it
+    (``cache_identity`` names who answers; by default the base URL and the model).
     Raises :class:`ModelError` at construction when no API key is available.
     """
 
@@ -52,6 +59,8 @@ class OpenAIChatModel:
         name: str | None = None,
         job_id: str | None = None,
         phase: tuple[str, int] | None = None,
+        cache: ResponseCache | None = None,
+        cache_identity: str | None = None,
     ) -> None:
         settings = settings or ModelSettings()
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
@@ -68,6 +77,11 @@ class OpenAIChatModel:
         self.name = name or f"openai:{model}"
         self.settings = settings
         self.base_url = (base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.cache = cache if settings.response_cache else None
+        self.cache_identity = cache_identity or f"{self.base_url}|{model}"
+        """Who answers, for the response cache: the server and the model (a scripted scenario: its content)."""
+        self.cached_turns = 0
+        """Replies served from the cache since the last request sent (told to the server with the next one)."""
         self._client = openai.OpenAI(
             api_key=key,
             base_url=self.base_url,
@@ -88,35 +102,68 @@ class OpenAIChatModel:
         purpose: Purpose = "other",
         json_response: bool = False,
     ) -> ModelResponse:
-        request: dict[str, Any] = {
-            "model": self.model,
-            "messages": [m.to_openai() for m in messages],
-            "temperature": self.settings.temperature,
-            "seed": self.settings.seed,
-        }
-        if tools:
-            request["tools"] = [t.to_openai() for t in tools]
-        if json_response:
-            request["response_format"] = {"type": "json_object"}
+        request = self._request(messages, tools, purpose, json_response)
+        key = self._cache_key(request, purpose)
+        offered = [t.name for t in tools]
+        cached = self.cache.get(key) if self.cache is not None and key is not None else None
+        if cached is not None:
+            self.cached_turns += 1
+            log.debug("model.cache_hit", model=self.model, purpose=purpose, key=key[:16] if key else None)
+            return self._response(cached, offered, len(messages), latency_ms=0, cache_hit=True)
+        headers: dict[str, str] = {PURPOSE_HEADER: purpose}
+        if self.cached_turns:
+            # A scenario server keeps its script in step with turns it never saw (one token per batch, so the
+            # SDK's retries of this request are not counted twice).
+            headers[CACHED_TURNS_HEADER] = f"{self.cached_turns} {uuid.uuid4().hex}"
         started = time.perf_counter()
         try:
-            completion = self._client.chat.completions.create(
-                **cast(Any, request), extra_headers={PURPOSE_HEADER: purpose}
-            )
+            completion = self._client.chat.completions.create(**cast(Any, request), extra_headers=headers)
         except openai.OpenAIError as e:
             raise self._model_error(e, purpose) from e
+        finally:
+            self.cached_turns = 0
         latency_ms = int((time.perf_counter() - started) * 1000)
-        response = self._to_response(completion, latency_ms, purpose)
+        wire = self._wire(completion, purpose)
+        if self.cache is not None and key is not None:
+            self.cache.put(key, wire)
+        response = self._response(wire, offered, len(messages), latency_ms=latency_ms)
         log.debug(
             "model.call",
             model=self.model,
             purpose=purpose,
             prompt_tokens=response.usage.prompt_tokens,
             completion_tokens=response.usage.completion_tokens,
+            cached_tokens=response.usage.cached_tokens,
+            finish_reason=response.finish_reason,
             tool_calls=[c.name for c in response.tool_calls],
+            calls_from_text=response.calls_from_text,
+            unread_calls=len(response.unread_calls),
             latency_ms=latency_ms,
         )
         return response
+
+    def _request(
+        self, messages: Sequence[Message], tools: Sequence[ToolSpec], purpose: Purpose, json_response: bool
+    ) -> dict[str, Any]:
+        request: dict[str, Any] = {
+            "model": self.model,
+            "messages": [m.to_openai() for m in messages],
+            "temperature": self.settings.temperature,
+            self.settings.max_tokens_param: self.settings.max_tokens_for(purpose),
+        }
+        if self.settings.seed is not None:
+            request["seed"] = self.settings.seed
+        if tools:
+            request["tools"] = [t.to_openai() for t in tools]
+        if json_response:
+            request["response_format"] = {"type": "json_object"}
+        return request
+
+    def _cache_key(self, request: dict[str, Any], purpose: Purpose) -> str | None:
+        """The response-cache key, or None when replies may not be reused (not deterministic, no cache)."""
+        if self.cache is None or not self.settings.deterministic:
+            return None
+        return request_key(self.cache_identity, request, purpose)
 
     def list_models(self) -> list[str]:
         """The model ids the server offers (``GET /models``)."""
@@ -138,7 +185,8 @@ class OpenAIChatModel:
 
     # --- mapping ----------------------------------------------------------------------------------
 
-    def _to_response(self, completion: Any, latency_ms: int, purpose: Purpose) -> ModelResponse:
+    def _wire(self, completion: Any, purpose: Purpose) -> WireReply:
+        """The reply as the server sent it (what the response cache keeps)."""
         if not completion.choices:
             raise ModelError(
                 f"model {self.model!r} at {self.base_url} answered without any choice",
@@ -148,22 +196,43 @@ class OpenAIChatModel:
             )
         choice = completion.choices[0]
         message = choice.message
-        calls = tuple(
-            ToolCall(id=c.id, name=c.function.name, arguments=c.function.arguments or "{}")
-            for c in message.tool_calls or ()
-            if getattr(c, "type", "function") == "function"
-        )
-        usage = completion.usage
-        return ModelResponse(
+        return WireReply(
             content=message.content,
-            tool_calls=calls,
-            usage=Usage(
-                prompt_tokens=(usage.prompt_tokens or 0) if usage else 0,
-                completion_tokens=(usage.completion_tokens or 0) if usage else 0,
+            tool_calls=tuple(
+                WireCall(id=c.id or "", name=c.function.name or "", arguments=c.function.arguments or "{}")
+                for c in message.tool_calls or ()
+                if getattr(c, "type", "function") == "function"
             ),
             finish_reason=choice.finish_reason,
             model=completion.model or self.model,
+            usage=_usage(completion.usage),
+        )
+
+    def _response(
+        self, wire: WireReply, offered: list[str], turn: int, *, latency_ms: int, cache_hit: bool = False
+    ) -> ModelResponse:
+        """The reply as the runtime uses it: calls the server parsed, else calls written in the text (when offered
+        tools and ``model.text_tool_calls`` is ``auto``); a call cut off at ``max_tokens`` is unread, not run."""
+        cut = wire.finish_reason == "length"
+        calls = [ToolCall(id=c.id or f"call_{turn}_{i}", name=c.name, arguments=c.arguments)
+                 for i, c in enumerate(wire.tool_calls)]
+        unread = [UnreadCall(name=c.name, detail="cut off at max_tokens", cut=True, text=c.arguments[:300])
+                  for c in calls if cut and not _is_json(c.arguments)]
+        calls = [c for c in calls if not (cut and not _is_json(c.arguments))]
+        content, from_text = wire.content, False
+        if not wire.tool_calls and offered and content and self.settings.text_tool_calls == "auto":
+            found = read_text_calls(content, offered, cut=cut, salt=str(turn))
+            calls, unread, content, from_text = list(found.calls), list(found.unread), found.rest, bool(found.calls)
+        return ModelResponse(
+            content=content,
+            tool_calls=tuple(calls),
+            unread_calls=tuple(unread),
+            calls_from_text=from_text,
+            usage=Usage() if cache_hit else wire.usage,
+            finish_reason=wire.finish_reason,
+            model=wire.model or self.model,
             latency_ms=latency_ms,
+            cache_hit=cache_hit,
         )
 
     def _model_error(self, e: openai.OpenAIError, purpose: str) -> ModelError:
@@ -248,6 +317,31 @@ class OpenAIChatModel:
             retryable=status >= 500,
             **common,
         )
+
+
+def _usage(usage: Any) -> Usage:
+    """Reported usage, with the provider's prompt-cache hits where it gives them (OpenAI, vLLM, llama.cpp:
+    ``prompt_tokens_details.cached_tokens``; DeepSeek: ``prompt_cache_hit_tokens``)."""
+    if usage is None:
+        return Usage()
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) if details is not None else None
+    if cached is None:
+        cached = (getattr(usage, "model_extra", None) or {}).get("prompt_cache_hit_tokens")
+    prompt = usage.prompt_tokens or 0
+    return Usage(
+        prompt_tokens=prompt,
+        completion_tokens=usage.completion_tokens or 0,
+        cached_tokens=min(prompt, cached) if isinstance(cached, int) and cached > 0 else 0,
+    )
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def _server_message(e: openai.APIStatusError) -> str:

@@ -21,6 +21,7 @@ runtime sent before answering::
             - name: run_script
               arguments: {path: scripts/build.py}   # a mapping (sent as JSON) or raw text
           usage: {prompt_tokens: 120, completion_tokens: 20}  # optional; a missing figure is estimated
+                                                # (cached_tokens: N reports provider prompt-cache hits)
           finish_reason: tool_calls             # default: tool_calls with tool calls, else stop
           # error: {status: 429, message: slow down, code: rate_limit_exceeded}  # an HTTP error instead
 
@@ -99,6 +100,8 @@ class ScriptedUsage(_Strict):
 
     prompt_tokens: int | None = Field(default=None, ge=0)
     completion_tokens: int | None = Field(default=None, ge=0)
+    cached_tokens: int | None = Field(default=None, ge=0)
+    """Prompt tokens served from the provider's prompt cache (sent as ``prompt_tokens_details.cached_tokens``)."""
 
 
 class ScriptedError(_Strict):
@@ -153,8 +156,16 @@ def scenario_inputs(scenario: Scenario) -> list[Path]:
 
 
 def load_scenario(path: Path | str) -> Scenario:
-    """Parse a scenario file; errors name the file, the field (``step N: reply.tool_calls[0].name``), line."""
+    """Parse a scenario file; errors name the file, the field (``step N: reply.tool_calls[0].name``), line.
+
+    A recording of a real session (a ``record-llm`` folder, or its ``exchanges.jsonl``) is read as the scenario
+    that replays it."""
     path = Path(path)
+    # Deferred: the recorder builds its scenarios with this module's models.
+    from orchestrator.llm.recorder import is_recording, load_recording
+
+    if is_recording(path):
+        return load_recording(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as e:

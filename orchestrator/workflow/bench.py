@@ -220,6 +220,10 @@ class TokenBench(BaseModel):
     second_run_tokens: int
     first_run_tool_calls: int
     second_run_tool_calls: int
+    second_run_saving: float
+    """The share of the first run's tokens the second run did not send (1.0: nothing sent)."""
+    second_run_response_cache_hits: int
+    """Model replies of the second run answered from the response cache."""
 
 
 def write_distractors(root: Path, count: int, *, seed: int = 7) -> None:
@@ -299,19 +303,23 @@ def bench_tokens(
                 )
             )
         first, second = (_scenario_run(skills_dir, scenario, settings, Path(tmp), n) for n in (1, 2))
+    first_tokens = first.metrics.tokens_in + first.metrics.tokens_out
+    second_tokens = second.metrics.tokens_in + second.metrics.tokens_out
     return TokenBench(
         goal=goal,
         target=target,
         runs=runs,
-        first_run_tokens=first.metrics.tokens_in + first.metrics.tokens_out,
-        second_run_tokens=second.metrics.tokens_in + second.metrics.tokens_out,
+        first_run_tokens=first_tokens,
+        second_run_tokens=second_tokens,
         first_run_tool_calls=first.metrics.tool_calls,
         second_run_tool_calls=second.metrics.tool_calls,
+        second_run_saving=round(1 - second_tokens / first_tokens, 3) if first_tokens else 0.0,
+        second_run_response_cache_hits=second.metrics.response_cache_hits,
     )
 
 
 def _scenario_run(skills_dir: Path, scenario: Path, settings: Settings, tmp: Path, n: int) -> GoalResult:
-    """One run of the scenario's goal; both runs share one cache folder (read cache and memo)."""
+    """One run of the scenario's goal; both runs share one cache folder (read cache, memo and response cache)."""
 
     settings = settings.model_copy(update={"cache_dir": tmp / "run-cache"})
     goal, _ = _scenario_target(scenario)

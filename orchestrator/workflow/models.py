@@ -33,6 +33,10 @@ class GoalMetrics(BaseModel):
     duration_ms: int = 0
     containers: int = 0
     memo_hits: int = 0
+    response_cache_hits: int = 0
+    """Model replies answered from the response cache (nothing sent; not in ``model_calls``)."""
+    cached_tokens: int = 0
+    """Prompt tokens the provider served from its own prompt cache (part of ``tokens_in``), where it reports them."""
     disclosure: Disclosure = Disclosure()
 
     def plus(self, acts: Sequence[ActMetrics], final: ValidationReport | None = None) -> GoalMetrics:
@@ -48,6 +52,8 @@ class GoalMetrics(BaseModel):
             duration_ms=self.duration_ms + sum(m.duration_ms for m in acts) + (final.duration_ms if final else 0),
             containers=self.containers + sum(m.containers for m in acts),
             memo_hits=self.memo_hits + sum(m.memo_hits for m in acts),
+            response_cache_hits=self.response_cache_hits + sum(m.response_cache_hits for m in acts),
+            cached_tokens=self.cached_tokens + sum(m.cached_tokens for m in acts),
             disclosure=disclosure,
         )
 

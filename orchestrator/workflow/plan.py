@@ -96,6 +96,8 @@ class PlanOutcome(BaseModel):
     tokens_in: int = 0
     tokens_out: int = 0
     model_calls: int = 0
+    cache_hits: int = 0
+    """Plan replies answered from the response cache (nothing sent; not in ``model_calls``)."""
     duration_ms: int = 0
     attempts: list[str] = []
     searches: list[str] = []
@@ -201,15 +203,18 @@ def make_plan(
     tools = [SEARCH_SKILLS] if search is not None else []
     started = time.monotonic()
     problems = 0
-    while outcome.model_calls < max_calls:
+    while outcome.model_calls + outcome.cache_hits < max_calls:
         response = _call(model, messages, tools if len(outcome.searches) < max_searches else [])
         outcome.tokens_in += response.usage.prompt_tokens
         outcome.tokens_out += response.usage.completion_tokens
-        outcome.model_calls += 1
+        outcome.cache_hits += response.cache_hit
+        outcome.model_calls += not response.cache_hit
         if response.tool_calls:
             messages += [response.as_message(), *_answer_tools(response, search, known, outcome)]
             continue
         problem, plan = _parse(response.content or "", set(known))
+        if plan is None and response.cut:  # asked again once, shorter
+            problem = load_prompt("notes/plan_cut")
         if plan is not None:
             outcome.plan = _with_explicit(plan, explicit)
             outcome.duration_ms = int((time.monotonic() - started) * 1000)

@@ -37,7 +37,7 @@ def build_runtime(
     sandbox = SandboxRunner(settings.sandbox)
     store = MemoStore(settings.cache_dir / "store") if use_memo else None
     try:
-        with open_model(model_spec, settings.model) as model:
+        with open_model(model_spec, settings.model, cache_dir=settings.cache_dir if use_memo else None) as model:
             yield Runtime(
                 settings=settings,
                 model=model,

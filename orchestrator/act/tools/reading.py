@@ -6,10 +6,11 @@ a page at a time (:mod:`orchestrator.act.paging`); each cut names the ``read_fil
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import time
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from pydantic import AliasChoices, Field
 
@@ -77,7 +78,7 @@ def _send_text(
             },
             effect=RepeatedRead(path),
         )
-    summary = ctx.deps.prior.digests.get(sha)
+    summary = None if ctx.state.replaying else ctx.deps.prior.digests.get(sha)
     if summary is not None and not full and page.offset == 0:
         ctx.state.sent[sha] = ctx.state.step
         ctx.state.read_docs[sha] = summary
@@ -131,7 +132,19 @@ def _script_card(ctx: ActContext, rel_path: str) -> ToolOutcome:
     )
 
 
+def tool_path(path: str) -> str:
+    """A path as the tools name it: the sandbox's own mounts (``/skill/…``, ``/inputs/…``), which scripts see and
+    the model is told about, stand for the skill folder and ``inputs/``."""
+    path = path.strip()
+    if path.startswith(SANDBOX_SKILL_ROOT):
+        return path.removeprefix(SANDBOX_SKILL_ROOT) or SKILL_MD
+    if path.startswith(SANDBOX_INPUTS):
+        return "inputs/" + path.removeprefix(SANDBOX_INPUTS)
+    return path
+
+
 def _read_skill_file(ctx: ActContext, rel_path: str, *, full: bool, window: _Window) -> ToolOutcome:
+    rel_path = tool_path(rel_path)
     try:
         if is_script(ctx, rel_path):
             return _script_card(ctx, rel_path)
@@ -144,8 +157,24 @@ def _read_skill_file(ctx: ActContext, rel_path: str, *, full: bool, window: _Win
     except PathEscapeError as e:
         return violation(str(e), f"path escape: {rel_path}")
     except (SkillError, FileNotFoundError) as e:
-        if ctx.deps.library.resolve(ctx.deps.request.skill_id, rel_path).exists():  # binary, a folder, unreadable
-            return fail(render_prompt("errors/cannot_read_2", rel_path=rel_path, error=e))
+        return _not_in_skill(ctx, rel_path, e, full=full, window=window)
+    return _send_text(ctx, path=rel_path, text=text, sha=sha, level="L3", full=full, window=window)
+
+
+SANDBOX_SKILL_ROOT = "/skill/"
+SANDBOX_INPUTS = "/inputs/"
+
+
+def _not_in_skill(ctx: ActContext, rel_path: str, error: Exception, *, full: bool, window: _Window) -> ToolOutcome:
+    """A path that names no readable file of the skill. Only a reference the skill's own files make is the skill's
+    missing reference; a path the model made up is its own mistake, answered with the nearest real files."""
+    skill_id = ctx.deps.request.skill_id
+    if ctx.deps.library.resolve(skill_id, rel_path).exists():  # binary, a folder, unreadable
+        return fail(render_prompt("errors/cannot_read_2", rel_path=rel_path, error=error))
+    meant = _meant_path(ctx, rel_path)
+    if meant is not None:  # the skill's id (or skills/<id>/) put in front of one of its files
+        return _read_skill_file(ctx, meant, full=full, window=window)
+    if written_in_skill(ctx, rel_path):
         if rel_path not in ctx.state.missing_refs:
             ctx.state.missing_refs.append(rel_path)
         return fail(
@@ -153,7 +182,48 @@ def _read_skill_file(ctx: ActContext, rel_path: str, *, full: bool, window: _Win
             missing=rel_path,
             hint=render_prompt("notes/missing_reference"),
         )
-    return _send_text(ctx, path=rel_path, text=text, sha=sha, level="L3", full=full, window=window)
+    nearest = nearest_files(ctx, rel_path)
+    return fail(render_prompt("errors/no_such_file_skill", rel_path=rel_path, nearest=nearest), nearest=nearest)
+
+
+def written_in_skill(ctx: ActContext, rel_path: str) -> bool:
+    """Whether the skill's own documents reference ``rel_path`` (as written or as resolved, case aside)."""
+    wanted = {rel_path.strip().removeprefix("./").casefold(), rel_path.strip().casefold()}
+    return any(
+        not ref.exists and ({ref.ref.strip().removeprefix("./").casefold(), (ref.path or "").casefold()} & wanted)
+        for ref in ctx.deps.skill.references
+    )
+
+
+def _meant_path(ctx: ActContext, rel_path: str) -> str | None:
+    path = rel_path.strip().removeprefix("./")
+    skill_id = ctx.deps.request.skill_id
+    for prefix in (f"skills/{skill_id}/", f"{skill_id}/", f"{skill_id.rsplit('/', 1)[-1]}/"):
+        rest = path.removeprefix(prefix)
+        if rest != path and rest and _is_skill_file(ctx, rest):
+            return rest
+    return None
+
+
+def _is_skill_file(ctx: ActContext, rel_path: str) -> bool:
+    try:
+        return ctx.deps.library.resolve(ctx.deps.request.skill_id, rel_path).is_file()
+    except (SkillError, PathEscapeError, OSError):
+        return False
+
+
+def nearest_files(ctx: ActContext, rel_path: str, limit: int = 5) -> list[str]:
+    """The skill's files closest to a path that does not exist: same name first, then the most similar paths."""
+    try:
+        files = ctx.deps.library.glob(ctx.deps.request.skill_id, "**/*")[:2000]
+    except (SkillError, PathEscapeError):
+        return []
+    name = PurePosixPath(rel_path).name.casefold()
+    same_name = [f for f in files if PurePosixPath(f).name.casefold() == name]
+    similar = difflib.get_close_matches(rel_path, files, n=limit, cutoff=0.4)
+    stem = [f for f in files if PurePosixPath(f).suffix == PurePosixPath(rel_path).suffix]
+    ordered = dict.fromkeys([*same_name, *similar, *stem, SKILL_MD])
+    return list(ordered)[:limit]
 
 
 class NoArgs(ToolArgs):
@@ -238,7 +308,7 @@ class ReadFileArgs(ToolArgs):
 
 @tool()
 def read_file(ctx: ActContext, args: ReadFileArgs) -> ToolOutcome:
-    path = args.path.strip()
+    path = tool_path(args.path)
     window = _Window("read_file", args.offset, args.limit)
     try:
         if path.startswith("build/"):
@@ -324,6 +394,7 @@ def summarize(ctx: ActContext, args: SummarizeArgs) -> ToolOutcome:
 
 
 def _load_text(ctx: ActContext, path: str) -> str | ToolOutcome:
+    path = tool_path(path)
     try:
         if path.startswith("build/"):
             return ctx.deps.build.read_file(path).decode("utf-8", errors="replace")

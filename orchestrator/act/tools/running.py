@@ -289,7 +289,9 @@ def _replay(ctx: ActContext, key: str, replay: ScriptReplay) -> ToolOutcome | No
         _, did_change = record_write(ctx, path, written.sha256, written.size)
         if did_change:
             changed.append(path)
-    data = {**replay.result, "memo": render_prompt("notes/memo_restored")}
+    data = dict(replay.result)
+    if not ctx.state.replaying:  # a replayed conversation sees the result as the earlier run did
+        data["memo"] = render_prompt("notes/memo_restored")
     ctx.state.memo.put(key, MemoEntry(step=ctx.state.step, tool="run_script", ok=True, content=data))
     ctx.state.stdout_results.append(replay.result.get("stdout_json"))
     return ToolOutcome(ok=True, data=data, changed_files=tuple(changed), memo_hit=True)

@@ -1,0 +1,283 @@
+"""One conversation's walk through a scenario: the step cursor, the checks, the replies and the trace lines.
+
+A :class:`~orchestrator.llm.scenario_server.ScenarioServer` has one player; a library server has one per
+(scenario, job). Turns the client answered from its response cache are skipped when the next request says how many
+there were (``X-Orch-Cached-Turns: N TOKEN``, once per token), so the script stays in step with the conversation.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from orchestrator.llm.scenario import (
+    Reply,
+    Scenario,
+    ScriptMismatch,
+    Step,
+    check_forbidden,
+    check_step,
+    estimate_completion_tokens,
+    estimate_prompt_tokens,
+)
+from orchestrator.logs import get_logger
+
+_RETRYABLE_STATUSES = {408, 409, 429}
+
+log = get_logger("orchestrator.scenario_server")
+
+
+class _Answer:
+    __slots__ = ("status", "payload", "headers")
+
+    def __init__(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        self.status = status
+        self.payload = payload
+        self.headers = headers or {}
+
+
+def _error(status: int, message: str, *, type_: str, code: str | None, retry: bool | None = None) -> _Answer:
+    headers = {}
+    if retry is not None:
+        # The SDK obeys these headers: no retries of a mismatch, and quick retries of a scripted 429/5xx.
+        headers = {"x-should-retry": "true", "retry-after-ms": "1"} if retry else {"x-should-retry": "false"}
+    payload = {"error": {"message": message, "type": type_, "code": code, "param": None}}
+    return _Answer(status, payload, headers)
+
+
+class ScenarioPlayer:
+    """One conversation's walk through a scenario: its step cursor, the requests it got and its failures.
+
+    Thread-safe. A :class:`ScenarioServer` has one; a :class:`ScenarioLibraryServer` has one per (scenario, job).
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        *,
+        trace_path: Path | None = None,
+        start_at: int = 0,
+        session: str | None = None,
+        trace_lock: threading.Lock | None = None,
+    ) -> None:
+        self.scenario = scenario
+        self.trace_path = Path(trace_path) if trace_path else None
+        self.session = session
+        """The job this conversation belongs to (``X-Orch-Job``), written into trace lines."""
+        self.requests: list[dict[str, Any]] = []
+        """Every request body received on the chat completions route, in order (including rejected ones)."""
+        self.purposes: list[str | None] = []
+        self.failures: list[str] = []
+        """The message of every mismatch, exhausted-steps or malformed request, in order."""
+        self._next_step = start_at
+        """Steps before ``start_at`` count as used: a goal resumed in another process continues its script."""
+        self._phases: dict[str, tuple[str, int]] = {}
+        """Per phase of the job: the attempt that asked last and the step where the phase started."""
+        self._cached_token = ""
+        """The token of the last cached-turns batch applied (a retried request carries the same one)."""
+        self._lock = threading.Lock()
+        self._trace_lock = trace_lock or threading.Lock()
+
+    @property
+    def model_name(self) -> str:
+        return self.scenario.model or "scripted"
+
+    # --- state ------------------------------------------------------------------------------------
+
+    @property
+    def steps_used(self) -> int:
+        with self._lock:
+            return self._next_step
+
+    @property
+    def steps_left(self) -> int:
+        return len(self.scenario.steps) - self.steps_used
+
+    def restart_at(self, step: int) -> None:
+        """Play again from ``step`` (0-based) with a clean record: one server serves a goal's phases in turn."""
+        with self._lock:
+            self._next_step = step
+            self.requests.clear()
+            self.purposes.clear()
+            self.failures.clear()
+
+    def enter_phase(self, phase: str, attempt: str) -> None:
+        """A request of ``phase`` by ``attempt``: the first marks where the phase starts in the script; one from
+        another attempt (the phase retried after its worker died) plays the phase again from that step."""
+        with self._lock:
+            mark = self._phases.get(phase)
+            if mark is None:
+                self._phases[phase] = (attempt, self._next_step)
+            elif mark[0] != attempt:
+                log.info("scenario_server.phase_replayed", session=self.session, phase=phase, attempt=attempt,
+                         from_step=mark[1] + 1)
+                self._phases[phase] = (attempt, mark[1])
+                self._next_step = mark[1]
+
+    def assert_all_used(self) -> None:
+        """Raise :class:`ScriptMismatch` if a request failed its step or a step was never requested."""
+        with self._lock:
+            problems = list(self.failures)
+            used = self._next_step
+        total = len(self.scenario.steps)
+        if used < total:
+            purposes = ", ".join(
+                f"{i + 1} ({s.purpose or 'any'})" for i, s in enumerate(self.scenario.steps[used:], used)
+            )
+            problems.append(f"{total - used} of {total} steps were never requested: steps {purposes}")
+        if problems:
+            raise ScriptMismatch(
+                f"scenario {self.scenario.source}: " + "; ".join(problems),
+                where="scenario",
+                next_step="compare the scenario's steps with what the runtime sent (see the trace file)",
+                failures=problems,
+            )
+
+    # --- request handling -------------------------------------------
+
+    def answer(self, body: Any, purpose: str | None, path: str, cached: str | None = None) -> _Answer:
+        """Play the next step for one chat completion request (called from handler threads). ``cached`` is the
+        ``X-Orch-Cached-Turns`` header: ``N TOKEN``, the turns the client answered from its cache since its last
+        request, whose steps are passed over first."""
+        with self._lock:
+            request_no = len(self.requests) + 1
+            self.requests.append(body if isinstance(body, dict) else {"_raw": body})
+            self.purposes.append(purpose)
+            skipped = self._skip_cached(cached)
+            step_no, answer, problems = self._play(body, purpose, request_no)
+            self._trace(request_no, step_no, purpose, path, answer, problems, body, skipped)
+        if step_no is not None and not problems:
+            step = self.scenario.steps[step_no - 1]
+            delay_ms = self.scenario.delay_ms if step.delay_ms is None else step.delay_ms
+            time.sleep(delay_ms / 1000)  # outside the lock: concurrent requests think in parallel
+        return answer
+
+    def _skip_cached(self, cached: str | None) -> int:
+        count, _, token = (cached or "").strip().partition(" ")
+        if not count.isdigit() or not token or token == self._cached_token:
+            return 0
+        self._cached_token = token[:64]
+        skipped = min(int(count[:6]), len(self.scenario.steps) - self._next_step)
+        self._next_step += skipped
+        log.info("scenario_server.cached_turns", session=self.session, skipped=skipped, now_at=self._next_step + 1)
+        return skipped
+
+    def _play(self, body: Any, purpose: str | None, request_no: int) -> tuple[int | None, _Answer, list[str]]:
+        source = self.scenario.source
+        if not isinstance(body, dict):
+            return (
+                None,
+                self._reject(f"scenario {source}: request {request_no} body is not a JSON object"),
+                [],
+            )
+        if body.get("stream"):
+            message = (
+                f"scenario {source}: request {request_no} asked for streaming (stream=true), which the "
+                "scripted server does not support; call chat.completions.create without stream"
+            )
+            return None, self._reject(message), []
+        if self._next_step >= len(self.scenario.steps):
+            message = (
+                f"scenario {source}: request {request_no} (purpose {purpose}) came after all "
+                f"{len(self.scenario.steps)} steps were used; the runtime made more model calls than scripted"
+            )
+            return None, self._reject(message), []
+        step_no = self._next_step + 1
+        step = self.scenario.steps[self._next_step]
+        problems = check_forbidden(self.scenario, body) + check_step(step, body, purpose)
+        if problems:
+            message = f"scenario {source} step {step_no} (purpose {step.purpose or purpose}): " + "; ".join(problems)
+            return step_no, self._reject(message), problems
+        self._next_step += 1
+        return step_no, self._reply(step, step_no, body), []
+
+    def _reject(self, message: str) -> _Answer:
+        self.failures.append(message)
+        log.warning("scenario_server.mismatch", message=message)
+        return _error(400, message, type_="invalid_request_error", code="scenario_mismatch", retry=False)
+
+    def _reply(self, step: Step, step_no: int, body: dict[str, Any]) -> _Answer:
+        reply: Reply = step.reply
+        if reply.error is not None:
+            err = reply.error
+            retry = err.status in _RETRYABLE_STATUSES or err.status >= 500
+            return _error(err.status, err.message, type_=err.type, code=err.code, retry=retry)
+        arguments = [call.arguments_text() for call in reply.tool_calls]
+        calls = [
+            {
+                "id": f"call_{step_no}_{i}",
+                "type": "function",
+                "function": {"name": call.name, "arguments": args},
+            }
+            for i, (call, args) in enumerate(zip(reply.tool_calls, arguments, strict=True))
+        ]
+        message: dict[str, Any] = {"role": "assistant", "content": reply.content, "refusal": None}
+        if calls:
+            message["tool_calls"] = calls
+        prompt = reply.usage.prompt_tokens
+        if prompt is None:
+            prompt = estimate_prompt_tokens(body.get("messages", []), body.get("tools"))
+        completion = reply.usage.completion_tokens
+        if completion is None:
+            completion = estimate_completion_tokens(reply.content, arguments)
+        usage: dict[str, Any] = {
+            "prompt_tokens": prompt,
+            "completion_tokens": completion,
+            "total_tokens": prompt + completion,
+        }
+        if reply.usage.cached_tokens is not None:
+            usage["prompt_tokens_details"] = {"cached_tokens": reply.usage.cached_tokens}
+        payload = {
+            "id": f"chatcmpl-scripted-{step_no}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": self.scenario.model or str(body.get("model") or "scripted"),
+            "system_fingerprint": "scripted",
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "finish_reason": reply.finish_reason or ("tool_calls" if calls else "stop"),
+                    "logprobs": None,
+                }
+            ],
+            "usage": usage,
+        }
+        return _Answer(200, payload)
+
+    def _trace(
+        self,
+        request_no: int,
+        step_no: int | None,
+        purpose: str | None,
+        path: str,
+        answer: _Answer,
+        problems: list[str],
+        body: Any,
+        skipped: int = 0,
+    ) -> None:
+        if self.trace_path is None:
+            return
+        # Each line IS the request body as received (``model``, ``messages``, ``tools``, …), so any reader of
+        # OpenAI request bodies can use the trace; what the server did with it sits under one reserved key.
+        meta = {
+            "request": request_no,
+            "step": step_no,
+            "purpose": purpose,
+            "path": path,
+            "status": answer.status,
+            "problems": problems,
+        }
+        if self.session is not None:
+            meta["session"] = self.session
+        if skipped:
+            meta["cached_turns_skipped"] = skipped
+        record = {**body, "_trace": meta} if isinstance(body, dict) else {"body": body, "_trace": meta}
+        line = json.dumps(record, ensure_ascii=False) + "\n"
+        with self._trace_lock:  # conversations of a library server share the file: whole lines only
+            self.trace_path.parent.mkdir(parents=True, exist_ok=True)
+            with self.trace_path.open("a", encoding="utf-8") as handle:
+                handle.write(line)

@@ -1,0 +1,158 @@
+"""What small real models do in an Act, and what the Act does about it: invented paths are the model's mistakes,
+unreadable and cut calls are errors it can fix, and the same failing call a third time ends the Act as stalled."""
+
+from __future__ import annotations
+
+import json
+
+from act_helpers import act, expect_files
+
+from orchestrator.config import Budgets
+from orchestrator.llm.interface import ModelResponse, UnreadCall
+from orchestrator.testing import ScriptedModel, text_response, tool_call_response
+
+BRAND_BODY = """
+# Brand
+
+Write `brand.json` following [the schema](brand.schema.json). Details are in [the rules](rules/colours.md).
+"""
+SCHEMA = '{"type": "object", "required": ["name"]}'
+
+
+REFLECT = text_response("Next: write brand.json.")
+
+
+def _tool_results(model: ScriptedModel, call: int) -> list[dict]:
+    return [json.loads(m.content or "") for m in model.calls[call].messages if m.role == "tool"]
+
+
+def _brand(write_skill) -> None:
+    write_skill("brand", BRAND_BODY, files={"brand.schema.json": SCHEMA, "rules/colours.md": "Navy.\n"})
+
+
+def test_a_path_the_model_invents_is_its_error_with_the_nearest_real_files(write_skill, skills_root, settings,
+                                                                           tmp_path):
+    _brand(write_skill)
+    model = ScriptedModel([
+        tool_call_response("read_ref", path="brand-guidelines/brand-guidelines.md"),
+        tool_call_response("read_ref", path="schema.json"),
+        REFLECT,
+        tool_call_response("write_artifact", path="brand.json", text='{"name": "Acme"}'),
+        tool_call_response("finish", summary="done", outputs=["build/brand.json"]),
+    ])
+    result = act("brand", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out",
+                 expected=expect_files("brand.json", kind="json"))
+    [invented] = _tool_results(model, 1)
+    assert invented["ok"] is False and "no such file in the skill" in invented["error"]
+    assert "brand-guidelines/brand-guidelines.md" in invented["error"]
+    assert "missing" not in invented
+    [guessed] = _tool_results(model, 3)[1:]
+    assert guessed["nearest"][0] == "brand.schema.json"
+    assert result.status == "done"
+    assert not any("missing from the skill" in u.why for u in result.unmet)
+
+
+def test_only_a_reference_the_skill_writes_is_the_skills_missing_reference(write_skill, skills_root, settings,
+                                                                           tmp_path):
+    write_skill("brand", "Follow [the rules](rules/missing.md).")
+    model = ScriptedModel([
+        tool_call_response("read_ref", path="rules/missing.md"),
+        tool_call_response("read_ref", path="rules/invented.md"),
+        text_response("I cannot go on."),
+        text_response("Still nothing."),
+    ] + [text_response("…")] * 3)
+    result = act("brand", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out",
+                 expected=expect_files("brand.json"))
+    written, invented = _tool_results(model, 2)
+    assert written["missing"] == "rules/missing.md" and "hint" in written
+    assert "no such file in the skill" in invented["error"]
+    assert result.exit_reason == "missing_reference"
+    blamed = [u.what for u in result.unmet if u.why == "missing from the skill"]
+    assert blamed == ["reference rules/missing.md"]
+
+
+def test_the_skill_id_or_the_sandbox_mount_in_front_of_a_real_file_still_reads_it(write_skill, skills_root,
+                                                                                   settings, tmp_path):
+    _brand(write_skill)
+    model = ScriptedModel([
+        tool_call_response("read_ref", path="brand/brand.schema.json"),
+        tool_call_response("read_file", path="/skill/rules/colours.md"),
+        tool_call_response("finish", summary="read"),
+    ])
+    act("brand", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out", qa_mode="off")
+    schema, rules = _tool_results(model, 2)
+    assert schema["ok"] and schema["path"] == "brand.schema.json" and schema["text"] == SCHEMA
+    assert rules["ok"] and rules["text"] == "Navy.\n"
+
+
+def _unread(name: str, detail: str, *, cut: bool = False) -> ModelResponse:
+    text = f'{{"name": "{name}", "arguments": {{"path": "brand.json", "text": "{{\\"na'
+    return ModelResponse(content=text, unread_calls=(UnreadCall(name=name, detail=detail, cut=cut, text=text),),
+                         finish_reason="length" if cut else "stop")
+
+
+def test_an_unreadable_or_cut_call_is_an_error_the_model_fixes(write_skill, skills_root, settings, tmp_path):
+    _brand(write_skill)
+    model = ScriptedModel([
+        _unread("write_artifact", "cut off at max_tokens", cut=True),
+        _unread("write_artifact", "Expecting ',' delimiter at line 1 column 40"),
+        REFLECT,
+        tool_call_response("write_artifact", path="brand.json", text='{"name": "Acme"}'),
+        tool_call_response("finish", summary="done", outputs=["build/brand.json"]),
+    ])
+    result = act("brand", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out",
+                 expected=expect_files("brand.json", kind="json"))
+    cut_error = model.calls[1].messages[-1]
+    assert cut_error.role == "user"
+    assert "cut off at 4096 tokens inside a call of write_artifact" in (cut_error.content or "")
+    assert '{"name": "<tool>", "arguments": {...}}' in (cut_error.content or "")
+    assert model.calls[2].purpose == "reflect"  # two turns without a new artifact: the one Micro-Reflect
+    assert "could not be read (Expecting ',' delimiter" in (model.calls[2].messages[-2].content or "")
+    assert model.calls[1].messages[-2].role == "assistant"  # what it wrote stays in the history
+    assert result.status == "done"
+    failed = [r for r in result.evidence_summary if not r.ok]
+    assert [r.tool for r in failed] == ["write_artifact", "write_artifact"]
+
+
+def test_the_same_failing_call_a_third_time_ends_the_act_as_stalled(write_skill, skills_root, settings, tmp_path):
+    _brand(write_skill)
+    again = tool_call_response("read_ref", path="brand-guidelines.md")
+    model = ScriptedModel([again, again, REFLECT, again])
+    result = act("brand", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out",
+                 expected=expect_files("brand.json"))
+    model.assert_all_used()
+    assert result.status == "unmet" and result.exit_reason == "stalled"
+    assert result.metrics.tool_calls == 3
+    first = result.unmet[0]
+    assert "the same failing call 3 times" in first.why and "brand-guidelines.md" in first.why
+    assert "no such file in the skill" in first.why
+    assert "model" in first.next_step
+    assert not any("missing from the skill" in u.why for u in result.unmet)
+
+
+def test_a_failing_call_repeated_after_progress_is_not_a_stall(write_skill, skills_root, settings, tmp_path):
+    _brand(write_skill)
+    validate = tool_call_response("validate", path="build/brand.json", schema="brand.schema.json")
+    model = ScriptedModel([
+        tool_call_response("write_artifact", path="brand.json", text="{}"),
+        validate,
+        tool_call_response("write_artifact", path="brand.json", text='{"x": 1}'),
+        validate,
+        tool_call_response("write_artifact", path="brand.json", text='{"y": 2}'),
+        validate,
+        tool_call_response("write_artifact", path="brand.json", text='{"name": "Acme"}'),
+        tool_call_response("finish", summary="done", outputs=["build/brand.json"]),
+    ])
+    result = act("brand", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out",
+                 expected=expect_files("brand.json", kind="json"))
+    assert sum(not r.ok for r in result.evidence_summary) == 3
+    assert result.status == "done"
+
+
+def test_repeated_unreadable_calls_end_the_act_within_its_budget(write_skill, skills_root, settings, tmp_path):
+    _brand(write_skill)
+    unreadable = _unread("read_ref", "Expecting value")
+    model = ScriptedModel([unreadable, unreadable, REFLECT, unreadable])
+    result = act("brand", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out",
+                 expected=expect_files("brand.json"), budgets=Budgets(max_tool_calls=24))
+    assert result.exit_reason == "stalled" and result.metrics.tool_calls == 3
