@@ -73,6 +73,10 @@ def run_goal(
         list[str] | None, typer.Option("--constraint", help="Extra constraint (repeatable).")
     ] = None,
     qa_mode: Annotated[str | None, typer.Option("--qa-mode", help="final (default) | step | off")] = None,
+    profile: Annotated[
+        str | None,
+        typer.Option("--profile", help="Model profile: hosted (default) | local (a slow server on this machine)."),
+    ] = None,
     zip_path: Annotated[
         Path | None, typer.Option("--zip", help="Also bundle the outputs into this ZIP file.")
     ] = None,
@@ -84,6 +88,8 @@ def run_goal(
     overrides: dict[str, Any] = {}
     if qa_mode is not None:
         overrides["qa"] = {"mode": qa_mode}
+    if profile is not None:
+        overrides["model"] = {"profile": profile}
     try:
         settings = state(ctx).settings(**overrides)
         model_spec = model or settings.model.name

@@ -80,8 +80,9 @@ class OpenAIChatModel:
         self.cache = cache if settings.response_cache else None
         self.cache_identity = cache_identity or f"{self.base_url}|{model}"
         """Who answers, for the response cache: the server and the model (a scripted scenario: its content)."""
-        self.cached_turns = 0
-        """Replies served from the cache since the last request sent (told to the server with the next one)."""
+        self.cached_turns: list[str] = []
+        """Purposes of the replies served from the cache since the last request sent (told to the server with the
+        next one)."""
         self._client = openai.OpenAI(
             api_key=key,
             base_url=self.base_url,
@@ -107,21 +108,22 @@ class OpenAIChatModel:
         offered = [t.name for t in tools]
         cached = self.cache.get(key) if self.cache is not None and key is not None else None
         if cached is not None:
-            self.cached_turns += 1
+            self.cached_turns.append(purpose)
             log.debug("model.cache_hit", model=self.model, purpose=purpose, key=key[:16] if key else None)
             return self._response(cached, offered, len(messages), latency_ms=0, cache_hit=True)
         headers: dict[str, str] = {PURPOSE_HEADER: purpose}
         if self.cached_turns:
             # A scenario server keeps its script in step with turns it never saw (one token per batch, so the
             # SDK's retries of this request are not counted twice).
-            headers[CACHED_TURNS_HEADER] = f"{self.cached_turns} {uuid.uuid4().hex}"
+            turns = self.cached_turns
+            headers[CACHED_TURNS_HEADER] = f"{len(turns)} {uuid.uuid4().hex} {','.join(turns)}"
         started = time.perf_counter()
         try:
             completion = self._client.chat.completions.create(**cast(Any, request), extra_headers=headers)
         except openai.OpenAIError as e:
             raise self._model_error(e, purpose) from e
         finally:
-            self.cached_turns = 0
+            self.cached_turns = []
         latency_ms = int((time.perf_counter() - started) * 1000)
         wire = self._wire(completion, purpose)
         if self.cache is not None and key is not None:

@@ -43,7 +43,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, model_validator
@@ -145,6 +145,12 @@ class Scenario(_Strict):
     steps: list[Step] = Field(min_length=1)
     delay_ms: int = Field(0, ge=0, le=600_000)
     """Think time before every reply whose step sets none."""
+    order: Literal["sequence", "by_purpose"] = "sequence"
+    """``sequence``: each request takes the next step. ``by_purpose``: the next step of the request's purpose (steps
+    without a purpose serve purposes that have none of their own), so a script does not depend on how many phases
+    of each kind the runtime runs."""
+    cycle: bool = False
+    """When the steps (of a purpose) are used up, play them again from the first: a model that never finishes."""
     source: str = Field("<memory>", exclude=True)
     """Where the scenario came from (the file path); used in every mismatch message."""
 

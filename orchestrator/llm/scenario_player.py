@@ -76,6 +76,9 @@ class ScenarioPlayer:
         """Steps before ``start_at`` count as used: a goal resumed in another process continues its script."""
         self._phases: dict[str, tuple[str, int]] = {}
         """Per phase of the job: the attempt that asked last and the step where the phase started."""
+        self._by_purpose: dict[str | None, int] = {}
+        """``order: by_purpose``: how many steps each purpose's queue has played."""
+        self._played: set[int] = set()
         self._cached_token = ""
         """The token of the last cached-turns batch applied (a retried request carries the same one)."""
         self._lock = threading.Lock()
@@ -90,7 +93,7 @@ class ScenarioPlayer:
     @property
     def steps_used(self) -> int:
         with self._lock:
-            return self._next_step
+            return len(self._played) if self.scenario.order == "by_purpose" else self._next_step
 
     @property
     def steps_left(self) -> int:
@@ -122,8 +125,12 @@ class ScenarioPlayer:
         with self._lock:
             problems = list(self.failures)
             used = self._next_step
+            unplayed = [i for i in range(len(self.scenario.steps)) if i not in self._played]
         total = len(self.scenario.steps)
-        if used < total:
+        if self.scenario.order == "by_purpose" and unplayed:
+            listed = ", ".join(f"{i + 1} ({self.scenario.steps[i].purpose or 'any'})" for i in unplayed)
+            problems.append(f"{len(unplayed)} of {total} steps were never requested: steps {listed}")
+        elif self.scenario.order == "sequence" and used < total:
             purposes = ", ".join(
                 f"{i + 1} ({s.purpose or 'any'})" for i, s in enumerate(self.scenario.steps[used:], used)
             )
@@ -156,14 +163,47 @@ class ScenarioPlayer:
         return answer
 
     def _skip_cached(self, cached: str | None) -> int:
-        count, _, token = (cached or "").strip().partition(" ")
+        """Pass over the steps of turns the client answered from its cache (``N TOKEN [PURPOSE,…]``)."""
+        count, _, rest = (cached or "").strip().partition(" ")
+        token, _, purposes = rest.partition(" ")
         if not count.isdigit() or not token or token == self._cached_token:
             return 0
         self._cached_token = token[:64]
-        skipped = min(int(count[:6]), len(self.scenario.steps) - self._next_step)
-        self._next_step += skipped
-        log.info("scenario_server.cached_turns", session=self.session, skipped=skipped, now_at=self._next_step + 1)
+        skipped = 0
+        listed = [p.strip() or None for p in purposes.split(",")][: int(count[:6])] if purposes else []
+        for index in range(int(count[:6])):
+            step = self._next_index(listed[index] if index < len(listed) else None)
+            if step is None:
+                break
+            self._advance(step, listed[index] if index < len(listed) else None)
+            skipped += 1
+        log.info("scenario_server.cached_turns", session=self.session, skipped=skipped)
         return skipped
+
+    def _queue(self, purpose: str | None) -> list[int]:
+        """``order: by_purpose``: the steps a request of ``purpose`` takes, in order."""
+        steps = self.scenario.steps
+        own = [i for i, s in enumerate(steps) if s.purpose is not None and s.purpose == purpose]
+        return own or [i for i, s in enumerate(steps) if s.purpose is None]
+
+    def _next_index(self, purpose: str | None) -> int | None:
+        """The step the next request of ``purpose`` takes (None: all used and the scenario does not cycle)."""
+        if self.scenario.order == "sequence":
+            if self._next_step >= len(self.scenario.steps) and self.scenario.cycle:
+                self._next_step = 0
+            return self._next_step if self._next_step < len(self.scenario.steps) else None
+        queue = self._queue(purpose)
+        played = self._by_purpose.get(purpose, 0)
+        if played >= len(queue) and self.scenario.cycle and queue:
+            played = self._by_purpose[purpose] = 0
+        return queue[played] if played < len(queue) else None
+
+    def _advance(self, index: int, purpose: str | None) -> None:
+        self._played.add(index)
+        if self.scenario.order == "sequence":
+            self._next_step = index + 1
+        else:
+            self._by_purpose[purpose] = self._by_purpose.get(purpose, 0) + 1
 
     def _play(self, body: Any, purpose: str | None, request_no: int) -> tuple[int | None, _Answer, list[str]]:
         source = self.scenario.source
@@ -179,19 +219,22 @@ class ScenarioPlayer:
                 "scripted server does not support; call chat.completions.create without stream"
             )
             return None, self._reject(message), []
-        if self._next_step >= len(self.scenario.steps):
+        index = self._next_index(purpose)
+        if index is None:
+            by_purpose = self.scenario.order == "by_purpose"
+            count = len(self._queue(purpose)) if by_purpose else len(self.scenario.steps)
             message = (
-                f"scenario {source}: request {request_no} (purpose {purpose}) came after all "
-                f"{len(self.scenario.steps)} steps were used; the runtime made more model calls than scripted"
+                f"scenario {source}: request {request_no} (purpose {purpose}) came after all {count} "
+                f"{f'{purpose} ' if by_purpose else ''}steps were used; the runtime made more model calls than scripted"
             )
             return None, self._reject(message), []
-        step_no = self._next_step + 1
-        step = self.scenario.steps[self._next_step]
+        step_no = index + 1
+        step = self.scenario.steps[index]
         problems = check_forbidden(self.scenario, body) + check_step(step, body, purpose)
         if problems:
             message = f"scenario {source} step {step_no} (purpose {step.purpose or purpose}): " + "; ".join(problems)
             return step_no, self._reject(message), problems
-        self._next_step += 1
+        self._advance(index, purpose)
         return step_no, self._reply(step, step_no, body), []
 
     def _reject(self, message: str) -> _Answer:

@@ -33,7 +33,8 @@ JOB_HEADER = "X-Orch-Job"
 PHASE_HEADER = "X-Orch-Phase"
 ATTEMPT_HEADER = "X-Orch-Attempt"
 CACHED_TURNS_HEADER = "X-Orch-Cached-Turns"
-"""``N TOKEN``: the client answered N turns from its response cache since its last request (steps to pass over)."""
+"""``N TOKEN PURPOSES``: the client answered N turns (of these purposes) from its response cache since its last
+request: steps to pass over."""
 """The job's phase (``plan``, ``act:1``, ``reflect``) and its attempt: a library server plays a phase asked again by a
 later attempt (retried after its worker died) from where that phase started."""
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")

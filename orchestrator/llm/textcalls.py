@@ -33,8 +33,8 @@ MISTRAL_PREFIX = "[TOOL_CALLS]"
 JSON_FENCES = ("", "json", "json5", "tool_call", "tool_code", "tool")
 _NAME_KEYS = ("name", "tool", "tool_name", "function", "function_name")
 _ARG_KEYS = ("arguments", "parameters", "args", "input", "tool_input")
-_LOOKS_LIKE_CALL = re.compile(r'"(?:name|tool|tool_name|function)"\s*:\s*"([^"\\]{1,100})"')
-_HAS_ARGS = re.compile(r'"(?:arguments|parameters|args|input)"\s*:')
+_LOOKS_LIKE_CALL = re.compile(r"""["'](?:name|tool|tool_name|function)["']\s*:\s*["']([^"'\\]{1,100})["']""")
+_HAS_ARGS = re.compile(r"""["'](?:arguments|parameters|args|input)["']\s*:""")
 
 
 @dataclass(frozen=True)

@@ -212,18 +212,18 @@ def _is_skill_file(ctx: ActContext, rel_path: str) -> bool:
         return False
 
 
-def nearest_files(ctx: ActContext, rel_path: str, limit: int = 5) -> list[str]:
-    """The skill's files closest to a path that does not exist: same name first, then the most similar paths."""
+def nearest_files(ctx: ActContext, rel_path: str, limit: int = 8) -> list[str]:
+    """The skill's files closest to a path that does not exist: the same name, similar paths, the same kind, then
+    the rest (a small skill is listed whole)."""
     try:
         files = ctx.deps.library.glob(ctx.deps.request.skill_id, "**/*")[:2000]
     except (SkillError, PathEscapeError):
         return []
-    name = PurePosixPath(rel_path).name.casefold()
+    name, suffix = PurePosixPath(rel_path).name.casefold(), PurePosixPath(rel_path).suffix.casefold()
     same_name = [f for f in files if PurePosixPath(f).name.casefold() == name]
     similar = difflib.get_close_matches(rel_path, files, n=limit, cutoff=0.4)
-    stem = [f for f in files if PurePosixPath(f).suffix == PurePosixPath(rel_path).suffix]
-    ordered = dict.fromkeys([*same_name, *similar, *stem, SKILL_MD])
-    return list(ordered)[:limit]
+    same_kind = [f for f in files if PurePosixPath(f).suffix.casefold() == suffix]
+    return list(dict.fromkeys([*same_name, *similar, *same_kind, *files]))[:limit]
 
 
 class NoArgs(ToolArgs):
