@@ -287,7 +287,7 @@ MODEL_PROFILES: dict[str, dict[str, Any]] = {
     # what such servers generate by default, and a retry of a timed-out request would queue behind it.
     "local": {
         "model": {
-            "request_timeout_s": 900,
+            "request_timeout_s": 1800,
             "max_retries": 0,
             "max_tokens": 1024,
             "max_tokens_by_purpose": {"plan": 768, "reflect": 256, "semantic": 512, "answer": 384},

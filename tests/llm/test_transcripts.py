@@ -84,3 +84,29 @@ def test_a_model_that_gets_nowhere_ends_unmet_within_budgets_blaming_the_model(t
     )
     assert not any("missing from the skill" in u["why"] for u in result["unmet"])
     assert len(requests) <= 40 and result["metrics"]["tool_calls"] <= 24 * 4
+
+
+RECORDING = Path(__file__).parent / "recordings" / "brand-json-qwen"
+
+
+def test_a_recorded_real_session_replays_to_done_and_its_identical_second_run_sends_nothing(tmp_path: Path) -> None:
+    """Our own session with a 1.5B model on llama.cpp (``recordings/brand-json-qwen``): it wrote every call as
+    text (a fenced block, then bare objects, with build/ in the path and ``"rules": null``), and it worked."""
+    env = {**os.environ, "ORCH_CACHE_DIR": str(tmp_path / "cache")}
+    results = []
+    for n in range(2):
+        proc = subprocess.run(
+            [sys.executable, "-m", "orchestrator", "run", "Give me our brand rules as a machine-readable brand.json",
+             "--skills", str(REPO / "skills"), "--out", str(tmp_path / f"out{n}"), "--model", f"scripted:{RECORDING}",
+             "--json"],
+            capture_output=True, text=True, timeout=600, env=env, cwd=tmp_path,
+        )
+        results.append(json.loads(proc.stdout))
+    first, second = results
+    assert first["status"] == "done", first["unmet"]
+    tools = [r["tool"] for r in first["skills"][0]["evidence_summary"] if r["kind"] == "tool"]
+    assert tools == ["write_artifact", "validate", "finish"]
+    assert first["metrics"]["cached_tokens"] > 0  # the server's own prompt cache, as it reported it
+    assert second["status"] == "done"
+    assert second["metrics"]["tokens_in"] + second["metrics"]["tokens_out"] == 0
+    assert second["metrics"]["response_cache_hits"] == 3
