@@ -252,6 +252,13 @@ def _print_record(record: Any) -> None:
                   f"{h['end'] - h['start']:.2f} s → {h['outcome']}"),
             highlight=False,
         )
+    result = record.result or {}
+    if result.get("answer"):
+        console.print(_text(f"answer: {result['answer']}"), highlight=False)
+    for s in result.get("scores") or []:
+        console.print(_text(f"  {s.get('score')}  {s.get('point')} — {s.get('reason')}"), highlight=False)
+    if result.get("score") is not None:
+        console.print(_text(f"score: {result['score']}"), highlight=False)
     if record.trace_id:
         console.print(f"trace {record.trace_id} (jobs {record.job_id} --trace)", highlight=False)
 

@@ -18,6 +18,7 @@ from orchestrator.llm.scenario import load_scenario, scenario_inputs
 from orchestrator.logs import mask_value
 from orchestrator.workflow.models import GoalRequest
 from orchestrator.workflow.outputs import check_input_files, check_output_dir, check_zip_target
+from orchestrator.workflow.respond import respond
 from orchestrator.workflow.run import GoalInterrupted, bundle_zip
 from orchestrator.workflow.run import run_goal as run_workflow
 from orchestrator.workflow.runtime import build_runtime
@@ -73,6 +74,14 @@ def run_goal(
         list[str] | None, typer.Option("--constraint", help="Extra constraint (repeatable).")
     ] = None,
     qa_mode: Annotated[str | None, typer.Option("--qa-mode", help="final (default) | step | off")] = None,
+    response: Annotated[
+        str | None,
+        typer.Option(
+            "--response",
+            help="What the result answers with: SUMMARY (default: a short account of what was made) | SCORED "
+            "(a 0-1 score and a reason for each evaluation point of the plan).",
+        ),
+    ] = None,
     profile: Annotated[
         str | None,
         typer.Option("--profile", help="Model profile: hosted (default) | local (a slow server on this machine)."),
@@ -90,6 +99,8 @@ def run_goal(
         overrides["qa"] = {"mode": qa_mode}
     if profile is not None:
         overrides["model"] = {"profile": profile}
+    if response is not None:
+        overrides["supervisor"] = {"response": response.upper()}
     try:
         settings = state(ctx).settings(**overrides)
         model_spec = model or settings.model.name
@@ -116,6 +127,7 @@ def run_goal(
             except GoalInterrupted as stopped:
                 _kept(stopped.result, settings.cache_dir)
                 raise typer.Exit(stopped.exit_code) from None
+            result = respond(result, rt.model, request.response or settings.supervisor.response)
         if zip_path is not None:
             job_copy = settings.cache_dir / "jobs" / result.job_id / "published"
             result.bundle = str(bundle_zip(result, zip_path, job_copy if job_copy.is_dir() else None))
@@ -206,6 +218,16 @@ def _kept(result: Any, cache_dir: Path) -> None:
     )
 
 
+def print_answer(console: Console, result: Any) -> None:
+    """The goal's answer: SUMMARY's account, or SCORED's score per evaluation point and overall."""
+    if result.answer:
+        console.print(Text("answer: ", style="bold") + Text(plain(result.answer)), highlight=False)
+    for s in result.scores:
+        console.print(Text(plain(f"  {s.score:.2f}  {s.point} — {s.reason}")), highlight=False)
+    if result.score is not None:
+        console.print(Text("score: ", style="bold") + Text(f"{result.score:.2f}"), highlight=False)
+
+
 def _print_human(result: Any) -> None:
     # Everything shown here may come from a goal, a skill, a script or a model: printed as plain Text, never as
     # markup, with control characters escaped and secrets masked.
@@ -225,6 +247,7 @@ def _print_human(result: Any) -> None:
         )
     for note in result.notes:
         console.print(Text(plain(f"  note: {note}"), style="yellow"), highlight=False)
+    print_answer(console, result)
     if result.error:
         console.print(
             Text(plain(f"{result.error.where}: {result.error.message}"), style="red")

@@ -13,7 +13,7 @@ import json
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -71,6 +71,8 @@ class GoalLine(BaseModel):
     constraints: list[str] = Field(default_factory=list, max_length=100)
     budgets: BudgetOverrides = BudgetOverrides()
     out: str | None = None
+    response: Literal["SUMMARY", "SCORED"] | None = None
+    """How the result answers (``supervisor.response`` when not given)."""
 
 
 class JobRequest(BaseModel):
@@ -87,6 +89,7 @@ class JobRequest(BaseModel):
     budgets: BudgetOverrides = BudgetOverrides()
     out: None = None
     """Always the job's own folder (``<output root>/<job id>``); kept for the shape of a goal line."""
+    response: Literal["SUMMARY", "SCORED"] | None = None
 
 
 class Checked(BaseModel):
@@ -192,7 +195,7 @@ def resolve_line(line: GoalLine, settings: Settings) -> tuple[JobRequest, list[b
     )
     request = JobRequest(
         goal=line.goal, skills=library, model=model, job_id=line.job_id, inputs=refs,
-        constraints=line.constraints, budgets=line.budgets,
+        constraints=line.constraints, budgets=line.budgets, response=line.response,
     )
     return request, blobs
 

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, computed_field
 
 from orchestrator.act.models import ActMetrics, ActResult, Artifact, Disclosure, Unmet
 from orchestrator.validate.stats import ValidationStats
@@ -21,6 +21,8 @@ class GoalRequest(BaseModel):
     inputs: list[Path] = []
     constraints: list[str] = []
     job_id: str = ""
+    response: Literal["SUMMARY", "SCORED"] | None = None
+    """How the result answers (``supervisor.response`` when not given): SUMMARY ``answer`` or SCORED ``scores``."""
 
 
 class GoalMetrics(BaseModel):
@@ -88,6 +90,17 @@ class Replan(BaseModel):
     outcome: str = ""
 
 
+MAX_ANSWER_CHARS = 2000
+
+
+class PointScore(BaseModel):
+    """How well the artifacts meet one evaluation point of the plan (``supervisor.response: SCORED``)."""
+
+    point: str
+    score: float = Field(ge=0, le=1)
+    reason: str = ""
+
+
 class GoalResult(BaseModel):
     """The overall result of a goal (what ``run --json`` prints)."""
 
@@ -114,6 +127,34 @@ class GoalResult(BaseModel):
     evidence_path: str | None = None
     notes: list[str] = []
     """What happened in the output folder beyond the artifacts: files that existed and were replaced, refusals."""
+    response: Literal["SUMMARY", "SCORED"] = "SUMMARY"
+    """The response strategy the answer follows (``supervisor.response``, ``--response``, goal-line ``response``)."""
+    scores: list[PointScore] = []
+    """SCORED: each evaluation point of the plan with a score from 0 to 1 and a one-line reason."""
+    score: float | None = None
+    """SCORED: the mean of ``scores``."""
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def answer(self) -> str | None:
+        """SUMMARY: a short account for the user of what was made — the files, each skill's own summary when it
+        finished (the model's words), what is missing and where it stopped. Computed from the result as it is, so
+        every driver's result carries it and it never goes stale."""
+        if self.response != "SUMMARY":
+            return None
+        made = ", ".join(f"{a.path} ({a.size} bytes)" for a in self.artifacts if a.type != "thumbnail")
+        if self.status == "done":
+            lines = [f"Made {made}." if made else "Done; no files were needed."]
+        else:
+            lines = [f"Not finished ({self.status})." + (f" Kept (partial): {made}." if made else "")]
+        for skill in self.skills:
+            said = " ".join((skill.final_message or "").split())
+            if said:
+                lines.append(f"{skill.skill_id}: {said[:400]}")
+        lines += [f"Missing: {u.what} — {u.why}" for u in self.unmet[:5]]
+        if self.error is not None:
+            lines.append(f"Stopped at {self.error.where}: {self.error.message[:300]}")
+        return "\n".join(lines)[:MAX_ANSWER_CHARS]
 
 
 class GoalState(BaseModel):

@@ -1,0 +1,115 @@
+"""The goal's answer to the user, by ``supervisor.response`` (the seed's Supervisor response strategy).
+
+``SUMMARY`` (the default): ``answer`` is the model's short account of what was made, taken from the evidence — the
+summary each skill's model gave when it finished, the files made, what stayed unmet — so it costs no model call
+(``GoalResult.answer`` computes it from the result, so every driver's result carries it).
+``SCORED``: ``scores`` gives each evaluation point of the plan a score from 0 to 1 and a one-line reason, from one
+more semantic check of the same artifacts index (previews only, never whole files); ``score`` is their mean.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from orchestrator.errors import ModelError
+from orchestrator.llm.interface import ChatModel, Message
+from orchestrator.logs import get_logger
+from orchestrator.prompts import render_prompt
+from orchestrator.validate.semantic import index_lines, system_prompt
+from orchestrator.workflow.models import GoalResult, PointScore
+
+ResponseMode = str  # "SUMMARY" | "SCORED" (validated by the settings and the CLI)
+_log = get_logger("orchestrator.workflow")
+
+
+def respond(result: GoalResult, model: ChatModel, mode: ResponseMode) -> GoalResult:
+    """``result`` with its answer for the user: ``answer`` (SUMMARY) or ``scores`` and ``score`` (SCORED).
+
+    A model failure while scoring never changes the goal's status: the scores stay empty and a note says why.
+    """
+    result = result.model_copy(deep=True)
+    result.response = "SCORED" if mode == "SCORED" else "SUMMARY"
+    if result.response == "SUMMARY":
+        return result  # ``answer`` is computed from the result itself
+    points = list(result.plan.evaluation) if result.plan is not None else []
+    if not points:
+        result.notes.append("SCORED: the plan states no evaluation points, so nothing was scored")
+        return result
+    try:
+        scores, usage = _score(result, model, points)
+    except ModelError as e:
+        result.notes.append(f"SCORED: the scoring call failed: {e.message}")
+        return result
+    result.metrics.tokens_in += usage[0]
+    result.metrics.tokens_out += usage[1]
+    result.metrics.model_calls += usage[2]
+    result.metrics.response_cache_hits += usage[3]
+    if scores is None:
+        result.notes.append("SCORED: the model's scores stayed malformed; none are reported")
+        return result
+    result.scores = scores
+    result.score = round(sum(s.score for s in scores) / len(scores), 3)
+    return result
+
+
+class _Scores(BaseModel):
+    scores: list[PointScore] = Field(min_length=1)
+
+
+def _score(
+    result: GoalResult, model: ChatModel, points: list[str]
+) -> tuple[list[PointScore] | None, tuple[int, int, int, int]]:
+    files = result.validation.files if result.validation is not None else []
+    rationale = result.validation.rationale if result.validation is not None else ""
+    messages = [
+        Message(role="system", content=system_prompt()),
+        Message(
+            role="user",
+            content=render_prompt(
+                "scored_request", goal=result.goal, points=points, status=result.status, rationale=rationale[:600],
+                index=index_lines(files),
+            ),
+        ),
+    ]
+    tokens_in = tokens_out = calls = hits = 0
+    started = time.monotonic()
+    for _ in range(2):  # one repair round, as the semantic check has
+        response = model.complete(messages, purpose="semantic", json_response=True)
+        tokens_in += response.usage.prompt_tokens
+        tokens_out += response.usage.completion_tokens
+        calls += not response.cache_hit
+        hits += response.cache_hit
+        problem, scores = _parse(response.content or "", points)
+        if scores is not None:
+            _log.info("respond.scored", points=len(points), ms=int((time.monotonic() - started) * 1000))
+            return scores, (tokens_in, tokens_out, calls, hits)
+        messages += [
+            Message(role="assistant", content=response.content or ""),
+            Message(role="user", content=render_prompt("scored_repair", problem=problem)),
+        ]
+    return None, (tokens_in, tokens_out, calls, hits)
+
+
+def _parse(content: str, points: list[str]) -> tuple[str, list[PointScore] | None]:
+    text = content.strip()
+    if text.startswith("```"):
+        text = text.split("\n", 1)[1] if "\n" in text else ""
+        text = text.rsplit("```", 1)[0]
+    try:
+        data: Any = json.loads(text)
+        if isinstance(data, list):
+            data = {"scores": data}
+        scores = _Scores.model_validate(data).scores
+    except (ValueError, ValidationError) as e:
+        return f"not the scores shape ({str(e)[:200]})", None
+    by_point = {s.point.strip().casefold(): s for s in scores}
+    if len(scores) == len(points) and not all(p.strip().casefold() in by_point for p in points):
+        by_point = {p.strip().casefold(): s for p, s in zip(points, scores, strict=True)}  # numbered, reworded
+    missing = [p for p in points if p.strip().casefold() not in by_point]
+    if missing:
+        return f"no score for {missing[:3]}", None
+    return "", [by_point[p.strip().casefold()].model_copy(update={"point": p}) for p in points]
