@@ -391,7 +391,8 @@ def _model(
         return
     value = str(scenario_file(settings, value))  # never a file outside the scenario folders
     stamp = Path(value).stat().st_mtime_ns
-    key = (os.getpid(), threading.get_ident(), spec, settings.model, stamp)
+    # by value, as JSON: the model settings hold dicts (profiles), so the model itself is not hashable
+    key = (os.getpid(), threading.get_ident(), spec, settings.model.model_dump_json(), stamp)
     entry = _MODELS.get(key)
     if entry is None:
         server = start_scenario_server(load_scenario(Path(value)))
