@@ -39,6 +39,10 @@ class Budgets(_Section):
     token_budget: int = Field(60_000, ge=1)
     script_timeout_s: float = Field(20, gt=0)
     disk_write_limit_mb: int = Field(50, ge=1)
+    goal_token_budget: int = Field(300_000, ge=1)
+    """Tokens (as the API reports them) the whole goal may use: plan, every Act, retries, re-plans, the checks."""
+    goal_model_calls: int = Field(60, ge=1)
+    """Model calls the whole goal may make (replies from the response cache are free)."""
 
 
 class Ceilings(_Section):
@@ -51,6 +55,8 @@ class Ceilings(_Section):
     script_timeout_s: float = Field(120, gt=0)
     disk_write_limit_mb: int = Field(256, ge=1)
     """build/ is a RAM-backed tmpfs: this much memory per running job on top of the sandbox's ``memory_mb``."""
+    goal_token_budget: int = Field(1_000_000, ge=1)
+    goal_model_calls: int = Field(200, ge=1)
 
 
 class JobInputSettings(_Section):

@@ -15,6 +15,8 @@ class BudgetTracker:
 
     budgets: Budgets
     records: list[StepRecord] = field(default_factory=list)
+    goal_tokens_left: int | None = None
+    goal_calls_left: int | None = None
     started: float = field(default_factory=time.monotonic)
     disk_bytes: int = 0
 
@@ -25,6 +27,10 @@ class BudgetTracker:
     @property
     def tokens(self) -> int:
         return sum(r.tokens_in + r.tokens_out for r in self.records)
+
+    @property
+    def model_calls(self) -> int:
+        return len({r.step for r in self.records} - {r.step for r in self.records if r.cache_hit})
 
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)
@@ -37,6 +43,10 @@ class BudgetTracker:
             return "budget_time"
         if self.tokens >= self.budgets.token_budget:
             return "budget_tokens"
+        if self.goal_tokens_left is not None and self.tokens >= self.goal_tokens_left:
+            return "budget_goal"
+        if self.goal_calls_left is not None and self.model_calls >= self.goal_calls_left:
+            return "budget_goal"
         return None
 
     def remaining(self) -> RemainingBudgets:
@@ -62,6 +72,11 @@ class BudgetTracker:
             "budget_tokens": (
                 f"token budget used up ({self.tokens} of {b.token_budget} tokens reported by the API)",
                 "raise limits.token_budget (ORCH_LIMITS__TOKEN_BUDGET) or shorten the skill's documents",
+            ),
+            "budget_goal": (
+                f"the goal's budget is spent (this skill used {self.tokens} tokens and {self.model_calls} model "
+                f"calls of the {self.goal_tokens_left} tokens and {self.goal_calls_left} calls the goal had left)",
+                "raise limits.goal_token_budget / limits.goal_model_calls, narrow the goal or use a stronger model",
             ),
         }
         return table.get(reason, (reason, ""))

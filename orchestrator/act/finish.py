@@ -140,7 +140,7 @@ def _unmet(ctx: ActContext, exit_: Exit, report: ValidationReport | None) -> lis
     if report is not None and not report.pass_:
         items += [Unmet(what=m, why="expected output missing", next_step=exit_.next_step) for m in report.missing]
         items += [Unmet(what=v, why="contract violation", next_step=exit_.next_step) for v in report.violations]
-    if not items or exit_.reason == "stalled":  # a stall says first why the model got nowhere
+    if not items or exit_.reason in ("stalled", "budget_goal"):  # first: why the model got nowhere
         id_ = ctx.deps.request.skill_id
         items.insert(0, Unmet(what=f"skill {id_}", why=exit_.why, next_step=exit_.next_step))
     return items

@@ -40,7 +40,9 @@ from orchestrator.validate.validator import ValidationReport
 def run_act(deps: ActDeps, model: ChatModel, out_dir: Path, *, tools: ToolSet = TOOLS) -> ActResult:
     """Run one skill to completion; returns the typed result (never raises for the model's own failures)."""
     ctx = ActContext(deps, ActState())
-    budget = BudgetTracker(deps.request.budgets, ctx.state.records)
+    request = deps.request
+    budget = BudgetTracker(request.budgets, ctx.state.records, goal_tokens_left=request.goal_tokens_left,
+                           goal_calls_left=request.goal_calls_left)
     ctx.state.deadline = budget.started + deps.request.budgets.time_budget_ms / 1000
     run = Run(ctx, model, tools, budget, out_dir, initial_messages(ctx))
     while True:

@@ -20,6 +20,7 @@ ExitReason = Literal[
     "budget_tool_calls",
     "budget_time",
     "budget_tokens",
+    "budget_goal",  # the goal's own token or model-call budget is spent
     "reference_cycle",
     "missing_reference",
     "sandbox_violation",
@@ -45,6 +46,10 @@ class ActRequest(BaseModel):
     budgets: Budgets = Budgets()
     qa_mode: Literal["final", "step", "off"] = "final"
     job_id: str = "act"
+    goal_tokens_left: int | None = None
+    """What is left of the goal's token budget when this Act starts (None: no goal budget applies)."""
+    goal_calls_left: int | None = None
+    """What is left of the goal's model-call budget when this Act starts."""
     goal_id: str | None = None
     """The goal (worker job) this Act is a step of; its sandbox containers are labelled with it exactly."""
 

@@ -48,6 +48,8 @@ class BudgetOverrides(BaseModel):
     token_budget: int | None = Field(None, ge=1)
     script_timeout_s: float | None = Field(None, gt=0)
     disk_write_limit_mb: int | None = Field(None, ge=1)
+    goal_token_budget: int | None = Field(None, ge=1)
+    goal_model_calls: int | None = Field(None, ge=1)
 
     def applied_to(self, limits: Budgets) -> Budgets:
         return limits.model_copy(update=self.model_dump(exclude_none=True))

@@ -7,8 +7,11 @@ import json
 
 from act_helpers import act, expect_files
 
+from orchestrator.act.engine import execute_skill
+from orchestrator.act.models import ActRequest
 from orchestrator.config import Budgets
-from orchestrator.llm.interface import ModelResponse, UnreadCall
+from orchestrator.llm.interface import ModelResponse, UnreadCall, Usage
+from orchestrator.skills.loader import SkillLibrary
 from orchestrator.testing import ScriptedModel, text_response, tool_call_response
 
 BRAND_BODY = """
@@ -156,3 +159,22 @@ def test_repeated_unreadable_calls_end_the_act_within_its_budget(write_skill, sk
     result = act("brand", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out",
                  expected=expect_files("brand.json"), budgets=Budgets(max_tool_calls=24))
     assert result.exit_reason == "stalled" and result.metrics.tool_calls == 3
+
+
+
+def test_an_act_stops_where_the_goals_budget_ends(write_skill, skills_root, settings, tmp_path):
+    _brand(write_skill)
+    reading = [tool_call_response("read_ref", path=p) for p in ("brand.schema.json", "rules/colours.md", "SKILL.md")]
+    model = ScriptedModel([*reading[:2]])
+    request = ActRequest(goal="g", skill_id="brand", expected=expect_files("brand.json"), goal_calls_left=2,
+                         goal_tokens_left=10_000, job_id="orchtest-goal-budget")
+    result = execute_skill(request, model=model, library=SkillLibrary(skills_root), settings=settings,
+                           out_dir=tmp_path / "out")
+    assert result.status == "unmet" and result.exit_reason == "budget_goal"
+    assert "the goal's budget is spent" in result.unmet[0].why or "the goal's budget is spent" in result.final_message
+    assert result.metrics.model_calls == 2
+    cheap = ScriptedModel([tool_call_response("read_ref", path="brand.schema.json", _usage=Usage(prompt_tokens=900))])
+    request = request.model_copy(update={"goal_calls_left": None, "goal_tokens_left": 500})
+    result = execute_skill(request, model=cheap, library=SkillLibrary(skills_root), settings=settings,
+                           out_dir=tmp_path / "out2")
+    assert result.exit_reason == "budget_goal" and result.metrics.tokens_in == 900
