@@ -399,7 +399,8 @@ def _load_text(ctx: ActContext, path: str) -> str | ToolOutcome:
         if path.startswith("build/"):
             return ctx.deps.build.read_file(path).decode("utf-8", errors="replace")
         if path.startswith("inputs/"):
-            return input_path(ctx, path).read_text(encoding="utf-8", errors="replace")
+            with input_path(ctx, path).open("rb") as fh:  # at most what the reading tools page through
+                return fh.read(READ_MAX_BYTES).decode("utf-8", errors="replace")
         if is_script(ctx, path):
             return fail(render_prompt("errors/script_source_never_shown"))
         return ctx.deps.library.read_text(ctx.deps.request.skill_id, path)[0]
