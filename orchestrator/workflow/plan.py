@@ -11,6 +11,7 @@ from typing import Any, get_args
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
 from orchestrator.errors import ModelError, WorkflowError
+from orchestrator.llm.cutjson import close_cut_json
 from orchestrator.llm.interface import ChatModel, Message, ModelResponse, ToolSpec
 from orchestrator.prompts import load_prompt, render_prompt, tool_text
 from orchestrator.select.shortlist import Catalog, catalog_text
@@ -213,8 +214,11 @@ def make_plan(
             messages += [response.as_message(), *_answer_tools(response, search, known, outcome)]
             continue
         problem, plan = _parse(response.content or "", set(known))
-        if plan is None and response.cut:  # asked again once, shorter
+        if plan is None and response.cut:  # what was complete before the cut, else asked again once, shorter
+            plan = _salvaged(response.content or "", set(known))
             problem = load_prompt("notes/plan_cut")
+            if plan is not None:
+                outcome.attempts.append("the plan was cut at max_tokens; its complete part was used")
         if plan is not None:
             outcome.plan = _with_explicit(plan, explicit)
             outcome.duration_ms = int((time.monotonic() - started) * 1000)
@@ -292,6 +296,25 @@ def _parse(text: str, known: set[str]) -> tuple[str, Plan | None]:
     if unknown:
         return f"unknown skill ids {unknown}; choose from {sorted(known)}", None
     return "", plan
+
+
+CUT_TEXT_CHARS = 300
+
+
+def _salvaged(text: str, known: set[str]) -> Plan | None:
+    """The usable part of a plan cut at ``max_tokens`` (a small model's runaway ``evaluation``), texts shortened."""
+    data = close_cut_json(text)
+    if data is None:
+        return None
+    try:
+        plan = Plan.model_validate(_normalise(data))
+    except ValidationError:
+        return None
+    if any(s.skill not in known for s in plan.steps) or (not plan.steps and plan.no_fit is None):
+        return None
+    steps = [s.model_copy(update={"why": s.why[:CUT_TEXT_CHARS], "expected": s.expected[:CUT_TEXT_CHARS]})
+             for s in plan.steps]
+    return plan.model_copy(update={"steps": steps, "evaluation": [e[:CUT_TEXT_CHARS] for e in plan.evaluation]})
 
 
 def _normalise(data: Any) -> Any:
