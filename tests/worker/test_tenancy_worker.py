@@ -115,3 +115,19 @@ def test_inputs_reach_a_worker_that_cannot_see_the_producers_folder(cluster: Clu
     assert (cluster.output_root / "carried" / "summary.json").is_file()
     received = cluster.root / "cache" / "jobs" / "carried" / "received" / "sales.csv"
     assert received.read_bytes() == (REPO / "ops" / "scenarios" / "data" / "sales.csv").read_bytes()
+
+
+def test_a_line_naming_a_registered_library_runs_its_skills(cluster: Cluster, tmp_path: Path) -> None:
+    """The operator registers a library by name on producer and worker; a line names it, never its folder."""
+    library = tmp_path / "acme-skills"
+    shutil.copytree(REPO / "skills", library)
+    cluster.settings_env["ORCH_LIBRARIES"] = json.dumps({"acme": str(library)})
+    cluster.start_worker("w1")
+    done = cluster.cli("submit", "-", *WAIT, "--json", stdin=goal_line("acme-1", skills="acme"), timeout=360)
+    assert done.returncode == 0, done.stdout + done.stderr
+    job = cluster.job("acme-1")
+    assert job["state"] == "done" and job["request"]["skills"] == "acme"
+    chosen = job["skills"]["chosen"][0]
+    assert chosen["id"] == "brand-guidelines" and len(chosen["sha256"]) == 64
+    refused = cluster.cli("submit", "-", "--json", stdin=goal_line("acme-2", skills=str(library)))
+    assert refused.returncode == 1 and "not a registered library" in refused.stdout
