@@ -10,7 +10,7 @@ from act_helpers import act, expect_files
 from orchestrator.act.engine import execute_skill
 from orchestrator.act.models import ActRequest
 from orchestrator.config import Budgets
-from orchestrator.llm.interface import ModelResponse, UnreadCall, Usage
+from orchestrator.llm.interface import ModelResponse, ToolCall, UnreadCall, Usage
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.testing import ScriptedModel, text_response, tool_call_response
 
@@ -178,3 +178,20 @@ def test_an_act_stops_where_the_goals_budget_ends(write_skill, skills_root, sett
     result = execute_skill(request, model=cheap, library=SkillLibrary(skills_root), settings=settings,
                            out_dir=tmp_path / "out2")
     assert result.exit_reason == "budget_goal" and result.metrics.tokens_in == 900
+
+
+def test_how_small_models_misspell_calls_still_works(write_skill, skills_root, settings, tmp_path):
+    """A JSON file given as a JSON value, arguments encoded twice, a `functions.` prefix, `file` for `path`."""
+    _brand(write_skill)
+    twice = json.dumps(json.dumps({"file": "brand.schema.json"}))
+    model = ScriptedModel([
+        ModelResponse(tool_calls=(ToolCall(id="", name="functions.read_ref", arguments=twice),)),
+        tool_call_response("write_artifact", file_path="brand.json", content={"name": "Acme", "rules": ["short"]}),
+        tool_call_response("finish", summary="done", outputs=["build/brand.json"]),
+    ])
+    result = act("brand", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out",
+                 expected=expect_files("brand.json", kind="json"))
+    [schema] = _tool_results(model, 1)
+    assert schema["ok"] and schema["text"] == SCHEMA
+    assert result.status == "done"
+    assert json.loads((tmp_path / "out" / "brand.json").read_text()) == {"name": "Acme", "rules": ["short"]}

@@ -107,6 +107,7 @@ class ToolSet:
             self._tools[t.name] = t
 
     def get(self, name: str) -> Tool[Any] | None:
+        name = name.strip().removeprefix("functions.")  # how some chat templates spell a function tool
         return self._tools.get(name) or self._tools.get(tool_name(name))
 
     def specs(self) -> list[ToolSpec]:

@@ -114,6 +114,8 @@ class Tool(Generic[A]):
         Raises ``json.JSONDecodeError`` or ``pydantic.ValidationError`` when they do not fit (the model is told).
         """
         raw = json.loads(arguments or "{}")
+        if isinstance(raw, str) and raw.strip().startswith("{"):  # arguments encoded twice (JSON text in JSON)
+            raw = json.loads(raw)
         args = self.args_model.model_validate({} if raw is None else raw)
         return PreparedCall(self.name, args, lambda ctx: self.fn(ctx, args))
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, Field, field_validator
 
 from orchestrator.act.checks import CHECK_TIMEOUT_S, schema_violations_bounded
 from orchestrator.act.context import ActContext
@@ -77,11 +77,19 @@ def store_in_build(ctx: ActContext, rel: str, data: bytes, *, full_hint: str) ->
 class WriteArtifactArgs(ToolArgs):
     path: str = Field(
         description=tool_text("write_artifact.path"),
-        validation_alias=AliasChoices("path", "rel_path", "relPathUnderBuild", "rel_path_under_build"),
+        validation_alias=AliasChoices(
+            "path", "rel_path", "relPathUnderBuild", "rel_path_under_build", "file", "file_path", "filename"
+        ),
     )
     text: str | None = Field(
         None, description=tool_text("write_artifact.text"), validation_alias=AliasChoices("text", "content")
     )
+
+    @field_validator("text", mode="before")
+    @classmethod
+    def _json_value_as_text(cls, value: Any) -> Any:
+        """Small models often give a JSON file's content as the JSON value itself, not as text: write it as JSON."""
+        return json.dumps(value, ensure_ascii=False, indent=2) + "\n" if isinstance(value, dict | list) else value
     base64: str | None = Field(
         None,
         description=tool_text("write_artifact.base64"),

@@ -248,7 +248,9 @@ def read_skill_md(ctx: ActContext, args: NoArgs) -> ToolOutcome:
 
 
 class ReadRefArgs(ToolArgs):
-    path: str = Field(description=tool_text("read_ref.path"))
+    path: str = Field(
+        description=tool_text("read_ref.path"), validation_alias=AliasChoices("path", "file", "file_path", "filename")
+    )
     offset: int = Field(0, ge=0, description=tool_text("args.offset"))
     full: bool = Field(False, description=tool_text("read_ref.full"))
 
@@ -300,7 +302,9 @@ def input_path(ctx: ActContext, rel_path: str) -> Path:
 
 
 class ReadFileArgs(ToolArgs):
-    path: str = Field(description=tool_text("read_file.path"))
+    path: str = Field(
+        description=tool_text("read_file.path"), validation_alias=AliasChoices("path", "file", "file_path", "filename")
+    )
     offset: int = Field(0, ge=0, description=tool_text("args.offset"))
     limit: int | None = Field(None, ge=1, le=MAX_PAGE_CHARS, description=tool_text("read_file.limit"))
     full: bool = False
