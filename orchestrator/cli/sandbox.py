@@ -16,7 +16,7 @@ from orchestrator.errors import ConfigError, OrchestratorError, SandboxRefused
 from orchestrator.sandbox.commands import resolve_command
 from orchestrator.sandbox.docker import SandboxRunner
 from orchestrator.sandbox.engine import connect, docker_errors
-from orchestrator.sandbox.image import BaseChoice, build_image, image_tools
+from orchestrator.sandbox.image import BaseChoice, build_image, image_tools, probe_fonts
 from orchestrator.sandbox.limits import resolve_script
 from orchestrator.sandbox.models import ScriptResult
 from orchestrator.sandbox.reaper import reap_orphans
@@ -266,6 +266,31 @@ def tools_cmd(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     else:
         for name, version in sorted(tools.items()):
             typer.echo(f"{name:16} {version}")
+
+
+@app.command("fonts", help="The font families the sandbox image has (what renders without substitution).")
+def fonts_cmd(
+    ctx: typer.Context,
+    write: Annotated[
+        Path | None,
+        typer.Option("--write", help="Write the layout check's font table (families and widths) to this file."),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    try:
+        settings = state(ctx).settings()
+        table = probe_fonts(connect(), settings.sandbox.image)
+    except OrchestratorError as e:
+        fail(e, as_json=as_json)
+    if write is not None:
+        write.write_text(json.dumps(table, ensure_ascii=False, sort_keys=True) + "\n", encoding="utf-8")
+    families = sorted(table.get("families", []))
+    measured = sorted(table.get("metrics", {}))
+    if as_json:
+        emit_json({"image": settings.sandbox.image, "families": families, "measured": measured})
+    else:
+        for family in families:
+            typer.echo(f"{family}{'' if family in measured else '  (no Latin text)'}")
 
 
 @app.command("reap", help="Remove containers and volumes left by dead processes.")

@@ -429,10 +429,23 @@ def _stream_build(client: docker.DockerClient, say: Progress, **kwargs: Any) -> 
 
 def probe_tools(client: docker.DockerClient, image_id: str) -> dict[str, str]:
     """Run the image's probe (its default command) with no network and read its JSON tool list."""
+    return {str(k): str(v) for k, v in _probe(client, image_id, None, "tool probe").items()}
+
+
+FONT_PROBE = ["python3", "-I", "/opt/sandbox/font_probe.py"]
+
+
+def probe_fonts(client: docker.DockerClient, image: str) -> dict[str, Any]:
+    """The image's fonts (``sandbox-image/font_probe.py``): every fontconfig family and Latin families' widths."""
+    return _probe(client, image, FONT_PROBE, "font probe")
+
+
+def _probe(client: docker.DockerClient, image_id: str, command: list[str] | None, what: str) -> dict[str, Any]:
     api = client.api
     with docker_errors("sandbox:build-image"):
         container = api.create_container(
             image_id,
+            command=command,
             host_config=api.create_host_config(
                 network_mode="none", read_only=True, cap_drop=["ALL"], tmpfs={"/tmp": "size=64m,mode=1777"}
             ),
@@ -449,10 +462,13 @@ def probe_tools(client: docker.DockerClient, image_id: str) -> dict[str, str]:
     try:
         if code != 0:
             raise ValueError(f"exit code {code}")
-        return {str(k): str(v) for k, v in json.loads(out).items()}
+        found = json.loads(out)
+        if not isinstance(found, dict):
+            raise ValueError("not a JSON object")
+        return found
     except ValueError as e:
         raise SandboxError(
-            f"the image's tool probe failed ({e}): {out[:300]!r} {err[-1000:]!r}",
+            f"the image's {what} failed ({e}): {out[:300]!r} {err[-1000:]!r}",
             where="sandbox:build-image",
             retryable=False,
         ) from e
