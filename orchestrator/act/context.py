@@ -12,8 +12,10 @@ from orchestrator.act.memo import AttemptMemo, MemoStore, SkillMemoFile
 from orchestrator.act.models import ActRequest, StepRecord
 from orchestrator.act.workspace import BuildArea
 from orchestrator.config import Settings
+from orchestrator.sandbox.thumbnails import Thumbnail
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.skills.models import Skill
+from orchestrator.validate.layout.findings import BRAND_FILE
 from orchestrator.validate.stats import ValidationStats
 
 
@@ -38,6 +40,14 @@ class ActDeps:
     def skill_root(self) -> Path:
         return self.skill.root
 
+    @property
+    def brand_file(self) -> Path | None:
+        """The goal's ``brand.json`` among the inputs (a user's file or an earlier skill's output), if any: the
+        layout check holds the Office outputs to its fonts and colours."""
+        inputs = self.request.inputs_dir
+        path = inputs / BRAND_FILE if inputs is not None else None
+        return path if path is not None and path.is_file() and not path.is_symlink() else None
+
 
 @dataclass
 class ActState:
@@ -56,6 +66,10 @@ class ActState:
     script_source: str | None = None
     """All script source of the skill, read once, for hiding it from what commands print."""
     images_viewed: int = 0
+    renders: dict[str, Thumbnail] = field(default_factory=dict)
+    """``sha256:path`` of an Office file or PDF in build/ → its rendering (by view_image or the thumbnails)."""
+    renders_made: int = 0
+    """Renderings (LibreOffice conversions) this Act started; capped by ``qa.thumbnail_max_files``."""
     final_outputs: list[str] = field(default_factory=list)
     """What the last finish named as the outputs (relative to build/)."""
     script_hashes: dict[str, str] | None = None

@@ -40,6 +40,8 @@ def finish_attempt(
             model=semantic_model,
             qa_mode="step" if semantic_model else "off",
             schema_base=deps.skill_root,
+            layout=deps.settings.qa.layout,
+            brand=deps.brand_file,
         )
     except ModelError as e:
         return Exit("model_error", f"semantic check failed: {e}", e.next_step or "check the model and retry"), None
@@ -47,7 +49,9 @@ def finish_attempt(
     if report.pass_:
         return Exit("validated", "expected outputs validated"), report
     failed = failed_before + 1
-    shown = report.model_dump(by_alias=True, include={"pass_", "stage", "missing", "violations", "rationale"})
+    shown = report.model_dump(
+        by_alias=True, include={"pass_", "stage", "missing", "violations", "warnings", "rationale"}
+    )
     messages.append(
         Message(
             role="user",
@@ -82,7 +86,8 @@ def finalize(
     status = "done" if done else ("failed" if exit_.reason in FAILING_EXITS else "unmet")
     if report is None and not done and deps.request.qa_mode != "off":
         report = validate_outputs(
-            out_dir, deps.request.expected, model=None, qa_mode="off", schema_base=deps.skill_root
+            out_dir, deps.request.expected, model=None, qa_mode="off", schema_base=deps.skill_root,
+            layout=deps.settings.qa.layout, brand=deps.brand_file,
         )
     unmet = [] if done else _unmet(ctx, exit_, report)
     if status == "unmet" and state.missing_refs and exit_.reason != "reference_cycle":

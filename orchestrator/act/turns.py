@@ -11,12 +11,12 @@ from pathlib import Path
 from orchestrator.act.budget import BudgetTracker
 from orchestrator.act.context import ActContext
 from orchestrator.act.evidence import ModelUse, log_step, step_record
-from orchestrator.act.images import ViewedImage
 from orchestrator.act.memo import canonical_digest
 from orchestrator.act.packing import pack_messages
 from orchestrator.act.steps import Continue, Exit, StepResult, Stopped
 from orchestrator.act.tools import ToolSet
 from orchestrator.errors import ModelError
+from orchestrator.llm.images import ViewedImage
 from orchestrator.llm.interface import ChatModel, ImagePart, Message, ModelResponse, ToolCall
 from orchestrator.prompts import load_prompt, render_prompt
 from orchestrator.validate.validator import ValidationReport

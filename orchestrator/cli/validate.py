@@ -16,6 +16,7 @@ from rich.table import Table
 from orchestrator.cli.common import EXIT_USAGE, emit_json, fail, plain, state
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.llm.factory import open_model
+from orchestrator.llm.images import ImageLimits
 from orchestrator.validate.report import ValidationReport
 from orchestrator.validate.rules import ContractRules, ExpectedOutputs
 from orchestrator.validate.validator import validate_outputs
@@ -44,6 +45,10 @@ def validate_cmd(
             "--model", help="openai:NAME or scripted:PATH. Without it only the contract is checked."
         ),
     ] = None,
+    brand: Annotated[
+        Path | None,
+        typer.Option("--brand", help="A brand.json whose fonts and colours Office files must keep to (layout check)."),
+    ] = None,
     qa_mode: Annotated[
         QAModeOption | None,
         typer.Option("--qa-mode", help="final | step | off (off: contract only). Default: settings qa.mode."),
@@ -61,12 +66,18 @@ def validate_cmd(
             )
         contract = ContractRules.from_yaml(rules) if rules is not None else ContractRules()
         expectations = ExpectedOutputs(description=expected or "", rules=contract)
+        if brand is not None and not brand.is_file():
+            raise ConfigError(f"brand file not found: {brand}", where="validate", next_step="pass a brand.json file")
         mode = qa_mode.value if qa_mode is not None else settings.qa.mode
+        layout = settings.qa.layout
         if model is None or mode == "off":
-            report = validate_outputs(out_dir, expectations, qa_mode=mode)
+            report = validate_outputs(out_dir, expectations, qa_mode=mode, layout=layout, brand=brand)
         else:
+            images = ImageLimits(max_bytes=settings.disclosure.image_max_bytes,
+                                 max_side_px=settings.disclosure.image_max_side_px)
             with open_model(model, settings.model) as chat:
-                report = validate_outputs(out_dir, expectations, model=chat, qa_mode=mode)
+                report = validate_outputs(out_dir, expectations, model=chat, qa_mode=mode, layout=layout,
+                                          brand=brand, images=images if settings.qa.semantic_images else None)
     except ConfigError as e:
         fail(e, as_json=as_json, code=EXIT_USAGE)
     except OrchestratorError as e:
@@ -89,6 +100,8 @@ def _print_summary(report: ValidationReport) -> None:
         console.print(plain(f"  missing: {path}"), style="red", markup=False)
     for violation in report.violations:
         console.print(plain(f"  violation: {violation}"), style="red", markup=False)
+    for warning in report.warnings:
+        console.print(plain(f"  warning: {warning}"), style="yellow", markup=False)
     if report.files:
         table = Table("path", "kind", "bytes", "sha256", box=None, pad_edge=False)
         for entry in report.files:

@@ -25,9 +25,11 @@ import yaml
 from jsonschema.validators import validator_for
 from pydantic import BaseModel
 
+from orchestrator.config import LayoutSettings
 from orchestrator.errors import ValidationRulesError
 from orchestrator.isolation import Bounded, run_bounded
 from orchestrator.validate.index import build_entry, resolve_or_none, scan_outputs
+from orchestrator.validate.layout import Finding, check_layout
 from orchestrator.validate.office import check_office
 from orchestrator.validate.report import Category, FileEntry, ValidationMetrics, Violation
 from orchestrator.validate.rules import (
@@ -50,6 +52,8 @@ _MAGIC = {"png": b"\x89PNG\r\n\x1a\n", "jpeg": b"\xff\xd8\xff", "pdf": b"%PDF-"}
 class ContractOutcome(BaseModel):
     missing: list[str] = []
     violations: list[Violation] = []
+    warnings: list[str] = []
+    """Layout findings whose rule is a warning (``qa.layout.rules``): reported, never failing the contract."""
     files: list[FileEntry] = []
     metrics: ValidationMetrics = ValidationMetrics()
 
@@ -66,13 +70,32 @@ class _Content(BaseModel):
     schema_errors: list[str] = []
     schema_error_count: int = 0
     rules_error: str | None = None
+    findings: list[Finding] = []
+
+
+class LayoutArgs(BaseModel):
+    """What the layout check of Office files needs in the bounded child: the rule set and the brand file."""
+
+    settings: dict[str, Any] = {}
+    brand: str | None = None
 
 
 def check_contract(
-    out_dir: Path, rules: ContractRules, *, schema_base: Path | None = None
+    out_dir: Path,
+    rules: ContractRules,
+    *,
+    schema_base: Path | None = None,
+    layout: LayoutSettings | None = None,
+    brand: Path | None = None,
 ) -> ContractOutcome:
-    """Run every contract rule over ``out_dir``. Raises :class:`ValidationRulesError` for unusable rules."""
-    return _Checker(out_dir, _resolved(rules, schema_base)).run()
+    """Run every contract rule over ``out_dir``. Raises :class:`ValidationRulesError` for unusable rules.
+
+    ``layout`` (default: the default rule set) drives the layout check of Office files; ``brand`` is a brand.json
+    whose fonts and colours they must keep to.
+    """
+    settings = layout or LayoutSettings()
+    args = LayoutArgs(settings=settings.model_dump(), brand=str(brand) if brand else None) if settings.enabled else None
+    return _Checker(out_dir, _resolved(rules, schema_base), args).run()
 
 
 def _resolved(rules: ContractRules, schema_base: Path | None) -> ContractRules:
@@ -87,8 +110,9 @@ def _resolved(rules: ContractRules, schema_base: Path | None) -> ContractRules:
 
 
 class _Checker:
-    def __init__(self, out_dir: Path, rules: ContractRules) -> None:
+    def __init__(self, out_dir: Path, rules: ContractRules, layout: LayoutArgs | None = None) -> None:
         self.out_dir = out_dir
+        self.layout = layout
         self.base = resolve_or_none(out_dir) or out_dir
         self.rules = rules
         root = resolve_or_none(self.base / rules.sandbox.output_root) or self.base / rules.sandbox.output_root
@@ -262,21 +286,28 @@ class _Checker:
             if earlier is not None:
                 return earlier
         if key not in self._content:
-            content = inspect_bounded(self.base / entry.path, entry.path, kind, schema)
+            content = inspect_bounded(self.base / entry.path, entry.path, kind, schema, self.layout)
             category: Category = "office" if kind in OFFICE_KINDS else "kind"
             for problem in content.problems:
                 self._flag(category, problem)
+            for finding in content.findings:
+                if finding.severity == "error":
+                    self._flag("layout", finding.text)
+                elif finding.severity == "warning" and finding.text not in self.outcome.warnings:
+                    self.outcome.warnings.append(finding.text)
             self._content[key] = content
         return self._content[key]
 
 
-def inspect_bounded(path: Path, shown: str, kind: str, schema: dict[str, Any] | None = None) -> _Content:
+def inspect_bounded(
+    path: Path, shown: str, kind: str, schema: dict[str, Any] | None = None, layout: LayoutArgs | None = None
+) -> _Content:
     """:func:`inspect_file` in a child process with memory and time bounds; a bound hit is a problem."""
     if kind not in OFFICE_KINDS and kind not in TEXT_KINDS:
         return inspect_file(path, shown, kind, schema)  # a magic-number check reads 16 bytes
     try:
         return run_bounded(
-            inspect_file, path, shown, kind, schema, MAX_PARSE_BYTES,
+            inspect_file, path, shown, kind, schema, MAX_PARSE_BYTES, layout,
             memory_mb=CHECK_MEMORY_MB, timeout_s=CHECK_TIMEOUT_S, what=f"checking {shown}", returns=_Content,
         )
     except Bounded as e:
@@ -284,12 +315,20 @@ def inspect_bounded(path: Path, shown: str, kind: str, schema: dict[str, Any] | 
 
 
 def inspect_file(
-    path: Path, shown: str, kind: str, schema: dict[str, Any] | None = None, max_parse_bytes: int = MAX_PARSE_BYTES
+    path: Path,
+    shown: str,
+    kind: str,
+    schema: dict[str, Any] | None = None,
+    max_parse_bytes: int = MAX_PARSE_BYTES,
+    layout: LayoutArgs | None = None,
 ) -> _Content:
-    """Read ``path`` as ``kind``: its problems, slide count, and errors against ``schema`` (JSON/YAML)."""
+    """Read ``path`` as ``kind``: its problems, slide count, layout findings and errors against ``schema``."""
     if kind in OFFICE_KINDS:
         office = check_office(path, kind, shown)
-        return _Content(problems=office.problems, slides=office.slides)
+        findings = []
+        if office.ok and layout is not None:
+            findings = check_layout(str(path), kind, shown, layout.settings, layout.brand)
+        return _Content(problems=office.problems, slides=office.slides, findings=findings)
     if kind in _MAGIC:
         with path.open("rb") as fh:
             head = fh.read(16)

@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 PREVIEW_CHARS = 400
 
 Category = Literal[
-    "missing", "kind", "schema", "size", "count", "extension", "boundary", "office", "semantic"
+    "missing", "kind", "schema", "size", "count", "extension", "boundary", "office", "layout", "semantic"
 ]
 
 
@@ -50,6 +50,8 @@ class ValidationReport(BaseModel):
     stage: Literal["contract", "semantic"]
     missing: list[str] = []
     violations: list[str] = []
+    warnings: list[str] = []
+    """Layout findings that are warnings only (``qa.layout.rules``); they never fail the report."""
     rationale: str = ""
     metrics: ValidationMetrics = ValidationMetrics()
     files: list[FileEntry] = []

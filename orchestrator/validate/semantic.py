@@ -17,7 +17,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from orchestrator.llm.interface import ChatModel, Message
+from orchestrator.llm.images import ViewedImage
+from orchestrator.llm.interface import ChatModel, ImagePart, Message
 from orchestrator.prompts import load_prompt, render_prompt
 from orchestrator.validate.report import FileEntry
 from orchestrator.validate.rules import TEXT_KINDS, ExpectedOutputs
@@ -83,7 +84,9 @@ def index_lines(files: Sequence[FileEntry], limit: int = MAX_INDEX_ENTRIES) -> s
     return "\n".join(lines)
 
 
-def user_message(expected: ExpectedOutputs, files: Sequence[FileEntry]) -> str:
+def user_message(
+    expected: ExpectedOutputs, files: Sequence[FileEntry], images: Sequence[ViewedImage] = ()
+) -> str:
     required = [
         {
             k: v
@@ -97,6 +100,7 @@ def user_message(expected: ExpectedOutputs, files: Sequence[FileEntry]) -> str:
         description=expected.description.strip(),
         required=json.dumps(required, ensure_ascii=False) if required else "",
         index=index_lines(files),
+        images=[image.path for image in images],
     )
 
 
@@ -125,12 +129,16 @@ def parse_verdict(content: str | None) -> SemanticVerdict:
 
 
 def semantic_check(
-    model: ChatModel, expected: ExpectedOutputs, files: Sequence[FileEntry]
+    model: ChatModel, expected: ExpectedOutputs, files: Sequence[FileEntry], images: Sequence[ViewedImage] = ()
 ) -> SemanticOutcome:
-    """Ask ``model`` for a verdict; one repair round for a malformed answer."""
+    """Ask ``model`` for a verdict; one repair round for a malformed answer.
+
+    ``images`` (checked contact sheets of the Office outputs) follow the request's text as image parts.
+    """
+    parts = tuple(ImagePart(url=image.data_url, detail="auto") for image in images)
     messages = [
         Message(role="system", content=system_prompt()),
-        Message(role="user", content=user_message(expected, files)),
+        Message(role="user", content=user_message(expected, files, images), images=parts),
     ]
     outcome = SemanticOutcome(verdict=None)
     started = time.perf_counter()

@@ -12,6 +12,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Literal
 
+from orchestrator.config import LayoutSettings
+from orchestrator.llm.images import ImageLimits, ImageRefused, ViewedImage, check_image
 from orchestrator.llm.interface import ChatModel
 from orchestrator.logs import get_logger
 from orchestrator.validate.contract import ContractOutcome, check_contract
@@ -30,6 +32,9 @@ __all__ = [
 
 QAMode = Literal["final", "step", "off"]
 _LOGGED_FAILURES = 20
+# Contact sheets of the Office outputs, as the Act's thumbnails write them (orchestrator/sandbox/thumbnails.py).
+SHEET_PREFIX, SHEET_NAME = ".thumbnails/", "/contact.png"
+MAX_SHEETS = 4
 
 log = get_logger("orchestrator.validate")
 
@@ -41,15 +46,21 @@ def validate_outputs(
     model: ChatModel | None = None,
     qa_mode: QAMode = "final",
     schema_base: Path | None = None,
+    layout: LayoutSettings | None = None,
+    brand: Path | None = None,
+    images: ImageLimits | None = None,
 ) -> ValidationReport:
     """Validate ``out_dir`` against ``expected``: the contract, then (if it passed) the semantic check.
 
-    ``schema_base`` resolves schema paths that the rules still hold unresolved. Raises
-    :class:`~orchestrator.errors.ValidationRulesError` for unusable rules and
-    :class:`~orchestrator.errors.ModelError` when the model cannot be reached; a failed check is a report.
+    ``schema_base`` resolves schema paths that the rules still hold unresolved. ``layout`` is the layout check's
+    rule set (default: the defaults) and ``brand`` a brand.json the Office files must keep to. With ``images``
+    the semantic check also receives the contact sheets of the Office files (``.thumbnails/*/contact.png``) as
+    image parts, each checked against those limits. Raises :class:`~orchestrator.errors.ValidationRulesError` for
+    unusable rules and :class:`~orchestrator.errors.ModelError` when the model cannot be reached; a failed check
+    is a report.
     """
     started = time.perf_counter()
-    contract = check_contract(out_dir, expected.rules, schema_base=schema_base)
+    contract = check_contract(out_dir, expected.rules, schema_base=schema_base, layout=layout, brand=brand)
     contract_ms = _ms_since(started)
     _log_contract(out_dir, contract, contract_ms, qa_mode)
     if not contract.passed:
@@ -58,10 +69,29 @@ def validate_outputs(
         why = "qa mode is off" if qa_mode == "off" else "no model was given"
         rationale = f"contract passed ({_size_text(contract)}); semantic check not run: {why}"
         return _contract_report(contract, contract_ms, passed=True, rationale=rationale, skipped=True)
-    semantic = semantic_check(model, expected, contract.files)
+    semantic = semantic_check(model, expected, contract.files, images=_sheets(out_dir, contract, images))
     report = _semantic_report(contract, semantic, _ms_since(started))
     _log_semantic(out_dir, model, semantic, report, qa_mode)
     return report
+
+
+def _sheets(out_dir: Path, contract: ContractOutcome, limits: ImageLimits | None) -> list[ViewedImage]:
+    """The contact sheets among the indexed files that pass the image checks (at most ``MAX_SHEETS``)."""
+    if limits is None:
+        return []
+    sheets: list[ViewedImage] = []
+    for entry in contract.files:
+        is_sheet = entry.path.startswith(SHEET_PREFIX) and entry.path.endswith(SHEET_NAME)
+        if not is_sheet or entry.size > limits.max_bytes:
+            continue
+        try:
+            with (out_dir / entry.path).open("rb") as handle:
+                sheets.append(check_image(entry.path, handle.read(limits.max_bytes + 1), limits))
+        except (OSError, ImageRefused) as e:
+            log.info("validate.sheet_skipped", path=entry.path, why=str(e)[:200])
+        if len(sheets) >= MAX_SHEETS:
+            break
+    return sheets
 
 
 def _contract_report(
@@ -73,6 +103,7 @@ def _contract_report(
             "stage": "contract",
             "missing": list(contract.missing),
             "violations": [v.message for v in contract.violations],
+            "warnings": list(contract.warnings),
             "rationale": rationale,
             "metrics": contract.metrics,
             "files": contract.files,
@@ -105,6 +136,7 @@ def _semantic_report(
             "stage": "semantic",
             "missing": missing,
             "violations": [v.message for v in violations],
+            "warnings": list(contract.warnings),
             "rationale": rationale,
             "metrics": contract.metrics,
             "files": contract.files,

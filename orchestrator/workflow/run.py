@@ -27,6 +27,7 @@ from orchestrator.act.memo import MemoStore, verdict_key
 from orchestrator.act.models import ActRequest, ActResult, Disclosure, Unmet
 from orchestrator.config import Settings
 from orchestrator.errors import OrchestratorError, WorkflowError
+from orchestrator.llm.images import ImageLimits
 from orchestrator.llm.interface import ChatModel
 from orchestrator.logs import get_logger
 from orchestrator.prompts import render_prompt
@@ -36,6 +37,7 @@ from orchestrator.select.shortlist import make_shortlist, model_invocable
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.skills.models import SkillSummary
 from orchestrator.skills.tree import tree_hash
+from orchestrator.validate.layout.findings import BRAND_FILE
 from orchestrator.validate.rules import ContractRules, ExpectedOutputs
 from orchestrator.validate.semantic import prompt_fingerprint
 from orchestrator.validate.stats import ValidationStats
@@ -410,7 +412,7 @@ def _final_validation(state: GoalState, rt: Runtime) -> ValidationReport | None:
         ]
     )
     expected = ExpectedOutputs(description=description, rules=rules)
-    contract = validate_outputs(published_dir(state), expected, model=None, qa_mode="off")
+    contract = validate_outputs(published_dir(state), expected, model=None, qa_mode="off", **_layout(state, rt))
     unfinished = [r for r in state.results if r.status != "done"]
     if not contract.pass_:
         report = contract
@@ -429,6 +431,19 @@ def _final_validation(state: GoalState, rt: Runtime) -> ValidationReport | None:
         violations=len(report.violations),
     )
     return report
+
+
+def _layout(state: GoalState, rt: Runtime) -> dict[str, Any]:
+    """The layout check's rule set, and the goal's published brand.json when one of its skills made it."""
+    brand = published_dir(state) / BRAND_FILE
+    return {"layout": rt.settings.qa.layout, "brand": brand if brand.is_file() and not brand.is_symlink() else None}
+
+
+def _sheet_limits(settings: Settings) -> ImageLimits | None:
+    """Contact sheets go to the semantic check as images unless ``qa.semantic_images`` is off."""
+    if not settings.qa.semantic_images:
+        return None
+    return ImageLimits(max_bytes=settings.disclosure.image_max_bytes, max_side_px=settings.disclosure.image_max_side_px)
 
 
 def _semantic(state: GoalState, rt: Runtime, expected: ExpectedOutputs, contract: ValidationReport) -> ValidationReport:
@@ -454,7 +469,10 @@ def _semantic(state: GoalState, rt: Runtime, expected: ExpectedOutputs, contract
                 "rationale": f"(same verdict as an earlier run on identical artifacts) {cached.get('rationale', '')}",
             }
         )
-    report = validate_outputs(published_dir(state), expected, model=rt.model, qa_mode=rt.settings.qa.mode)
+    report = validate_outputs(
+        published_dir(state), expected, model=rt.model, qa_mode=rt.settings.qa.mode, **_layout(state, rt),
+        images=_sheet_limits(rt.settings),
+    )
     if rt.store is not None and report.pass_ and report.stage == "semantic":
         rt.store.put_verdict(key, report.model_dump(mode="json", by_alias=True))
     return report

@@ -195,10 +195,15 @@ def _soffice(args, files):  # noqa: ANN001, ANN202 - LibreOffice's part of a thu
     return ScriptResult(ok=True, exit_code=0, script="soffice", command=argv, container="fake-soffice")
 
 
-def _pdftoppm(args, files):  # noqa: ANN001, ANN202 - poppler's part: PDF page 1 -> PNG
+def _render(args, files):  # noqa: ANN001, ANN202 - the image's render_pages.py: PDF -> contact sheet and page 1
     argv = args["argv"]
-    files[argv[-1].removeprefix("build/") + ".png"] = b"\x89PNG fake"
-    return ScriptResult(ok=True, exit_code=0, script="pdftoppm", command=argv, container="fake-pdftoppm")
+    assert argv[:3] == ["python3", "-I", "/opt/sandbox/render_pages.py"], argv
+    folder = argv[4].removeprefix("build/")
+    sheet, first = argv[argv.index("--sheet") + 1], argv[argv.index("--first") + 1]
+    files[f"{folder}/{sheet}"] = b"\x89PNG sheet"
+    files[f"{folder}/{first}"] = b"\x89PNG fake"
+    return ScriptResult(ok=True, exit_code=0, script="python3", command=argv, container="fake-render",
+                        stdout_json={"ok": True, "pages": 3, "rendered": 3, "files": [sheet, first]})
 
 
 def test_an_office_output_of_a_validated_skill_gets_a_thumbnail_in_the_catalog(
@@ -211,7 +216,7 @@ def test_an_office_output_of_a_validated_skill_gets_a_thumbnail_in_the_catalog(
         files["notes.txt"] = b"notes"
         return {"ok": True}
 
-    sandbox = InMemorySandbox({"scripts/make.py": make}, commands={"soffice": _soffice, "pdftoppm": _pdftoppm})
+    sandbox = InMemorySandbox({"scripts/make.py": make}, commands={"soffice": _soffice, "python3": _render})
     model = ScriptedModel([tool_call_response("run_script", path="scripts/make.py"),
                            tool_call_response("finish", summary="done", outputs=["build/deck.pptx"])])
     result = act("deck", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out",
@@ -219,9 +224,10 @@ def test_an_office_output_of_a_validated_skill_gets_a_thumbnail_in_the_catalog(
     assert result.status == "done"
     thumbnails = [a for a in result.artifacts if a.type == "thumbnail"]
     assert [(t.path, t.metadata["thumbnail_of"]) for t in thumbnails] == [
-        (".thumbnails/deck.pptx/deck.png", "deck.pptx")
+        (".thumbnails/deck.pptx/contact.png", "deck.pptx"), (".thumbnails/deck.pptx/deck.png", "deck.pptx")
     ]
     assert (tmp_path / "out" / ".thumbnails" / "deck.pptx" / "deck.png").read_bytes() == b"\x89PNG fake"
-    assert [c[0] for c in sandbox.jobs[0].calls] == ["scripts/make.py", "soffice", "pdftoppm"]
+    assert [c[0] for c in sandbox.jobs[0].calls] == ["scripts/make.py", "soffice", "python3"]
     step = result.evidence_summary[-1]
-    assert step.tool == "thumbnail" and step.ok and step.container["cmd"].startswith("pdftoppm")
+    assert step.tool == "thumbnail" and step.ok and "render_pages.py" in step.container["cmd"]
+    assert step.reason_short == "thumbnail of deck.pptx (3 pages)"

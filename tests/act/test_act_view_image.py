@@ -86,3 +86,81 @@ def test_garbage_huge_and_outside_images_never_reach_the_model(write_skill, skil
                      qa_mode="off")
         assert result.exit_reason == "sandbox_violation", path
         assert not any(m.images for m in escaping.calls[-1].messages)
+
+
+# --- a whole document in view: the contact sheet of a deck, one page on request ---------------------------------
+
+
+def _soffice(args, files):  # noqa: ANN001, ANN202 - LibreOffice: the deck becomes a PDF in the thumbnails folder
+    argv = args["argv"]
+    outdir, source = argv[argv.index("--outdir") + 1], argv[-1]
+    stem = source.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    files[f"{outdir.removeprefix('build/')}/{stem}.pdf"] = b"%PDF-1.7 fake"
+    return {"ok": True}
+
+
+def _render(args, files):  # noqa: ANN001, ANN202 - render_pages.py: a sheet of 3 pages, or one page large
+    argv = args["argv"]
+    folder = argv[4].removeprefix("build/")
+    if "--page" in argv:
+        page = argv[argv.index("--page") + 1]
+        files[f"{folder}/page-{page}.png"] = base64.b64decode(png_b64("white", (1280, 720)))
+        return {"ok": True, "pages": 3, "rendered": 1, "files": [f"page-{page}.png"]}
+    sheet, first = argv[argv.index("--sheet") + 1], argv[argv.index("--first") + 1]
+    files[f"{folder}/{sheet}"] = base64.b64decode(png_b64("navy", (1264, 268)))
+    files[f"{folder}/{first}"] = base64.b64decode(png_b64("white", (400, 225)))
+    return {"ok": True, "pages": 3, "rendered": 3, "files": [sheet, first]}
+
+
+def test_a_deck_is_shown_as_a_contact_sheet_then_one_page_and_rendered_only_once(write_skill, skills_root, settings,
+                                                                                  tmp_path):
+    from orchestrator.testing.sandbox import InMemorySandbox
+
+    write_skill("deck", "Make and check the deck.", files={"scripts/make.py": "x"})
+    sandbox = InMemorySandbox({"scripts/make.py": lambda args, files: files.update({"deck.pptx": b"PK deck"}) or {}},
+                              commands={"soffice": _soffice, "python3": _render})
+    model = ScriptedModel([
+        tool_call_response("run_script", path="scripts/make.py"),
+        tool_call_response("view_image", path="build/deck.pptx"),
+        tool_call_response("view_image", path="build/deck.pptx", page=2),
+        text_response("the deck looks right; finish"),  # two turns without a new artifact: the Micro-Reflect
+        tool_call_response("finish", summary="checked", outputs=["build/deck.pptx"]),
+    ])
+    result = act("deck", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out", qa_mode="off",
+                 sandbox=sandbox)
+    assert result.status == "done"
+    sheet_result = json.loads(model.calls[2].messages[-2].content or "{}")
+    assert sheet_result["ok"] and sheet_result["path"] == "build/.thumbnails/deck.pptx/contact.png"
+    assert (sheet_result["rendered_from"], sheet_result["pages"], sheet_result["width"]) == ("build/deck.pptx", 3, 1264)
+    (part,) = model.calls[2].messages[-1].to_openai()["content"][1:]
+    assert part["image_url"]["url"] == "data:image/png;base64," + png_b64("navy", (1264, 268))
+    tool_results = [json.loads(m.content or "{}") for m in model.calls[-1].messages if m.role == "tool"]
+    page_result = next(r for r in tool_results if r.get("path", "").endswith("page-2.png"))
+    assert page_result["path"] == "build/.thumbnails/deck.pptx/page-2.png" and page_result["width"] == 1280
+    # one conversion for the sheet, one drawing of page 2; the outputs' thumbnails reuse the sheet already made
+    assert [c[0] for c in sandbox.jobs[0].calls] == ["scripts/make.py", "soffice", "python3", "python3"]
+    assert ".thumbnails/deck.pptx/contact.png" in [a.path for a in result.artifacts if a.type == "thumbnail"]
+
+
+def test_renders_per_act_are_capped_by_one_setting(write_skill, skills_root, tmp_path):
+    from orchestrator.testing.sandbox import InMemorySandbox
+
+    settings = load_settings(cache_dir=tmp_path / "cache", qa={"thumbnail_max_files": 1})
+    write_skill("deck", "Make two decks.", files={"scripts/make.py": "x"})
+    make = lambda args, files: files.update({"a.pptx": b"PK a", "b.docx": b"PK b"}) or {}  # noqa: E731
+    sandbox = InMemorySandbox({"scripts/make.py": make}, commands={"soffice": _soffice, "python3": _render})
+    model = ScriptedModel([
+        tool_call_response("run_script", path="scripts/make.py"),
+        tool_calls_response(tool_call("view_image", path="build/a.pptx"), tool_call("view_image", path="build/b.docx")),
+        tool_call_response("finish", summary="done", outputs=["build/a.pptx", "build/b.docx"]),
+    ])
+    result = act("deck", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out", qa_mode="off",
+                 sandbox=sandbox)
+    tool_results = [json.loads(m.content or "{}") for m in model.calls[2].messages if m.role == "tool"][-2:]
+    assert tool_results[0]["ok"] is True
+    assert tool_results[1]["ok"] is False and "1 documents were already rendered" in tool_results[1]["error"]
+    assert [c[0] for c in sandbox.jobs[0].calls].count("soffice") == 1  # the cap holds at finish too
+    thumbs = {a.metadata["thumbnail_of"] for a in result.artifacts if a.type == "thumbnail"}
+    assert thumbs == {"a.pptx"}
+    assert any(r.tool == "thumbnail" and not r.ok and "qa.thumbnail_max_files" in (r.error or "")
+               for r in result.evidence_summary)

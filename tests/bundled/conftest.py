@@ -82,7 +82,7 @@ def skill_sandbox(
 BRAND = {
     "name": "Acme",
     "colors": {"primary": "#1F3A5F", "accent": "#F28C28", "background": "#FFFFFF", "text": "#1A1A1A"},
-    "fonts": {"heading": "Montserrat", "body": "Source Sans 3"},
+    "fonts": {"heading": "Lato", "body": "Source Sans 3"},
     "sizes_pt": {"title": 36, "body": 20, "min": 14},
     "rules": [],
 }

@@ -5,6 +5,7 @@ again costs fewer tokens and no more tool calls."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -14,6 +15,9 @@ from typing import Any
 import jsonschema
 import pytest
 from bundled_helpers import REPO, SCENARIOS, SKILLS, colour_share, csv_totals, evaluate
+
+from orchestrator.validate.rules import ExpectedOutputs
+from orchestrator.validate.validator import validate_outputs
 
 SALES = SCENARIOS / "data" / "sales.csv"
 PRIMARY = "#1F3A5F"
@@ -106,7 +110,8 @@ def check_meeting_notes(out: Path) -> None:
 def check_status_report(out: Path) -> None:
     data = (out / "status-report.pdf").read_bytes()
     assert data.startswith(b"%PDF-") and data.rstrip().endswith(b"%%EOF")
-    assert b"/Count 1 " in data and b"(Website relaunch: status at 21 Nov 2026)" in data
+    assert b"/Count 1 " in data and b"/Title (Website relaunch: status at 21 Nov 2026)" in data
+    assert b"LiberationSans" in data  # a TrueType face of the image, embedded (not a base-14 name)
 
 
 def check_sales_report_chain(out: Path) -> None:
@@ -144,6 +149,48 @@ def check_sales_deck_chain(out: Path) -> None:
     assert str(title.font.color.rgb) == PRIMARY[1:]
 
 
+# --- every Office output, rendered in the sandbox and held to the layout rules -----------------------------------
+
+OFFICE = (".pptx", ".docx", ".xlsx")
+SYMBOL_FONTS = {"OpenSymbol"}  # LibreOffice's bullet glyphs
+
+
+def pdf_fonts(pdf: bytes) -> set[str]:
+    return {m.decode() for m in re.findall(rb"/BaseFont\s*/(?:[A-Z]{6}\+)?([^\s/\]>]+)", pdf)}
+
+
+def check_renders(out: Path, result: dict[str, Any]) -> None:
+    """Each Office output has a contact sheet of all its pages in the catalog, renders in the brand's own fonts
+    (nothing substituted), and passes the layout check with the goal's brand and no finding but a note that a
+    font renders with its metric-compatible twin."""
+    from PIL import Image
+    from pptx import Presentation
+
+    brand = out / "brand.json"
+    catalog = {a["path"]: a for a in result["artifacts"]}
+    for path in [p for p in catalog if p.endswith(OFFICE) and not p.startswith(".thumbnails/")]:
+        sheet, stem = f".thumbnails/{path}/contact.png", path.rsplit(".", 1)[0]
+        assert catalog[sheet]["type"] == "thumbnail" and catalog[sheet]["metadata"]["thumbnail_of"] == path
+        pdf = (out / ".thumbnails" / path / f"{stem}.pdf").read_bytes()
+        pages = len(re.findall(rb"/Type\s*/Page\b", pdf))
+        with Image.open(out / sheet) as image:
+            assert image.format == "PNG" and max(image.size) <= 4096
+            if brand.exists():  # the brand's primary colour is on the page: a title, a header row, a background
+                assert colour_share(out / sheet, PRIMARY) > 0.002, path
+        if path.endswith(".pptx"):
+            deck = Presentation(str(out / path))
+            assert pages == len(deck.slides)
+            width, height = map(float, re.search(rb"/MediaBox\s*\[\s*0 0 ([\d.]+) ([\d.]+)", pdf).groups())
+            assert abs(width / height - 16 / 9) < 0.01
+        if brand.exists():
+            names = json.loads(brand.read_text())["fonts"].values()
+            allowed = {name.replace(" ", "") for name in names}
+            assert {f for f in pdf_fonts(pdf) - SYMBOL_FONTS if not f.startswith(tuple(allowed))} == set(), path
+    report = validate_outputs(out, ExpectedOutputs(), qa_mode="off", brand=brand if brand.exists() else None)
+    assert report.pass_, report.violations
+    assert all("metric-compatible" in w for w in report.warnings), report.warnings
+
+
 CHECKS: dict[str, Callable[[Path], None]] = {
     "brand-deck": check_brand_deck,
     "brand-json": check_brand,
@@ -166,6 +213,7 @@ def test_each_scenario_ends_done_with_real_files_and_runs_cheaper_the_second_tim
     assert first["validation_stats"]["runs"] >= 2 and first["validation_stats"]["pass_rate"] > 0
     assert all(len(a["sha256"]) == 64 and a["size"] > 0 for a in first["artifacts"])
     CHECKS.get(scenario.stem, lambda out: None)(tmp_path / "out1")
+    check_renders(tmp_path / "out1", first)
 
     sent = [strings(json.loads(line)) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
     leaked = sorted({line for line in script_lines() for text in sent if line in text})

@@ -9,6 +9,10 @@ import json
 import pytest
 from pptx import Presentation
 from pptx.enum.shapes import MSO_SHAPE_TYPE
+from pptx.util import Inches
+
+from orchestrator.validate.rules import ExpectedOutputs
+from orchestrator.validate.validator import validate_outputs
 
 SKILL = "document-skills/pptx"
 BUILD = "scripts/build_deck.py"
@@ -47,16 +51,37 @@ def test_an_outline_becomes_a_branded_deck_with_the_chart_beside_the_bullets(box
     assert run.exit_code == 0 and run.out["ok"] is True, run
     assert (run.out["slides"], run.out["images"]) == (3, 1)
     deck = Presentation(str(box.file("build/deck.pptx", tmp_path / "deck.pptx")))
+    assert (deck.slide_width, deck.slide_height) == (12191695, 6858000)  # 16:9, as the layout rules say
     assert [s.shapes.title.text for s in deck.slides] == ["Q3 results", "Revenue up 12 %", "Next steps"]
-    first, chart_slide, _ = deck.slides
-    assert [p.text for p in first.placeholders[1].text_frame.paragraphs] == ["Board review, 21 Nov 2026", "21 Nov 2026"]
+    first, chart_slide, last = deck.slides
+    # the title slide says "21 Nov 2026" once: the bullet repeats part of the subtitle, so it is dropped
+    assert [p.text for p in first.placeholders[1].text_frame.paragraphs] == ["Board review, 21 Nov 2026"]
+    assert str(first.background.fill.fore_color.rgb) == "1F3A5F"
     title_run = chart_slide.shapes.title.text_frame.paragraphs[0].runs[0]
-    assert str(title_run.font.color.rgb) == "1F3A5F" and title_run.font.name == "Montserrat"
+    assert str(title_run.font.color.rgb) == "1F3A5F" and title_run.font.name == "Lato" and title_run.font.bold
+    body_run = last.placeholders[1].text_frame.paragraphs[0].runs[0]
+    assert body_run.font.name == "Source Sans 3" and str(body_run.font.color.rgb) == "1A1A1A"
+    for slide in deck.slides:  # every slide's title and body span the slide's safe area, not a 4:3 left part
+        title = slide.shapes.title
+        assert title.left <= Inches(1) and title.left + title.width >= deck.slide_width - Inches(1)
     [picture] = [s for s in chart_slide.shapes if s.shape_type == MSO_SHAPE_TYPE.PICTURE]
     body = chart_slide.placeholders[1]
     assert picture.left >= body.left + body.width  # beside the bullets, not over them
     assert picture.left + picture.width <= deck.slide_width and picture.top + picture.height <= deck.slide_height
     assert abs(picture.width / picture.height - 960 / 540) < 0.01
+    accents = [s for s in chart_slide.shapes if s.name == "Accent bar"]
+    assert len(accents) == 1 and str(accents[0].fill.fore_color.rgb) == "F28C28"
+    assert accents[0].text_frame.text == ""  # never text on the accent colour
+
+
+def test_the_deck_passes_the_layout_check_with_its_brand(box, tmp_path, brand_json):
+    box.run(BUILD, {"outline": "/inputs/outline.json", "output": "build/checked.pptx", "brand": "/inputs/brand.json"})
+    out = tmp_path / "out"
+    out.mkdir()
+    box.file("build/checked.pptx", out / "checked.pptx")
+    (tmp_path / "brand.json").write_text(brand_json)
+    report = validate_outputs(out, ExpectedOutputs(), qa_mode="off", brand=tmp_path / "brand.json")
+    assert report.pass_ and report.warnings == [], (report.violations, report.warnings)
 
 
 def test_inspect_reports_titles_and_pictures(box):

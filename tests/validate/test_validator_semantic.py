@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import io
 import json
 import re
 from pathlib import Path
 
 import pytest
+from PIL import Image
 from validator_helpers import RecordingModel, make_deck, verdict, write
 
 from orchestrator.errors import ModelError
+from orchestrator.llm.images import ImageLimits
 from orchestrator.validate import ContractRules, ExpectedOutputs, ValidationStats, validate_outputs
 from orchestrator.validate.semantic import MAX_INDEX_ENTRIES, index_lines, parse_verdict
 
@@ -167,3 +170,20 @@ def test_stats_count_pass_rate_and_violations_by_category(out: Path) -> None:
     assert data["failed_by_stage"] == {"contract": 2, "semantic": 1}
     assert data["violations_by_category"] == {"missing": 1, "kind": 1, "semantic": 2}
     assert data["semantic_runs"] == 2 and data["tokens_in"] == 200
+
+
+def test_the_contact_sheets_of_office_outputs_reach_the_model_as_image_parts_only_when_asked(out):
+    make_deck(out / "deck.pptx", 2)
+    buffer = io.BytesIO()
+    Image.new("RGB", (820, 250), "white").save(buffer, "PNG")
+    write(out / ".thumbnails" / "deck.pptx" / "contact.png", buffer.getvalue())
+    write(out / ".thumbnails" / "other.pptx" / "contact.png", b"\x89PNG\r\n\x1a\n but not an image")
+    model = RecordingModel(verdict(True))
+    report = validate_outputs(out, ExpectedOutputs(description="a 2-slide deck"), model=model, images=ImageLimits())
+    assert report.pass_
+    [request] = [m for m in model.calls[0]["messages"] if m.role == "user"]
+    assert [part.url[:22] for part in request.images] == ["data:image/png;base64,"]  # the broken sheet is left out
+    assert ".thumbnails/deck.pptx/contact.png" in (request.content or "").split("Rendered pages follow")[1]
+    blind = RecordingModel(verdict(True))
+    validate_outputs(out, ExpectedOutputs(description="a 2-slide deck"), model=blind)
+    assert all(not m.images for m in blind.calls[0]["messages"]) and "Rendered pages" not in blind.sent_text()

@@ -15,7 +15,7 @@ def make_deck(path: Path, slides: int) -> Path:
 
     deck = Presentation()
     for number in range(slides):
-        slide = deck.slides.add_slide(deck.slide_layouts[1])
+        slide = deck.slides.add_slide(deck.slide_layouts[5])  # "Title Only": no empty placeholder
         slide.shapes.title.text = f"Slide {number + 1}"
     path.parent.mkdir(parents=True, exist_ok=True)
     deck.save(str(path))

@@ -12,7 +12,7 @@ from typing import Any, Generic, Literal, TypeVar, cast, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.act.context import ActContext
-from orchestrator.act.images import ViewedImage
+from orchestrator.llm.images import ViewedImage
 from orchestrator.llm.interface import ToolSpec
 from orchestrator.prompts import tool_text
 

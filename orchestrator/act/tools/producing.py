@@ -199,11 +199,12 @@ def validate(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
         ctx.deps.build.export(Path(tmp))
         try:
             report = validate_outputs(
-                Path(tmp), ExpectedOutputs(rules=rules), model=None, qa_mode="off", schema_base=ctx.deps.skill_root
+                Path(tmp), ExpectedOutputs(rules=rules), model=None, qa_mode="off", schema_base=ctx.deps.skill_root,
+                layout=ctx.deps.settings.qa.layout, brand=ctx.deps.brand_file,
             )
         except ValidationRulesError as e:
             return fail(render_prompt("errors/rules_are_malformed", error=e))
-    data = report.model_dump(by_alias=True, include={"pass_", "stage", "missing", "violations", "metrics"})
+    data = report.model_dump(by_alias=True, include={"pass_", "stage", "missing", "violations", "warnings", "metrics"})
     return ToolOutcome(ok=report.pass_, data=data, error=None if report.pass_ else "contract check failed")
 
 

@@ -8,15 +8,27 @@ import re
 import sys
 from pathlib import PurePosixPath
 
+from lxml import etree
 from pptx import Presentation
 from pptx.dml.color import RGBColor
+from pptx.enum.shapes import MSO_SHAPE
+from pptx.enum.text import MSO_ANCHOR, PP_ALIGN
+from pptx.opc.constants import RELATIONSHIP_TYPE as RT
+from pptx.oxml.ns import qn
 from pptx.util import Inches, Pt
 
+# Fonts the sandbox image has (python -m orchestrator sandbox fonts): what the deck names is what renders.
 DEFAULT_BRAND = {
-    "colors": {"primary": "#1F2A44", "text": "#222222", "background": "#FFFFFF"},
-    "fonts": {"heading": "Arial", "body": "Arial"},
+    "colors": {"primary": "#1F2A44", "accent": "#E07B24", "text": "#222222", "background": "#FFFFFF"},
+    "fonts": {"heading": "Liberation Sans", "body": "Liberation Sans"},
     "sizes_pt": {"title": 36, "body": 20},
 }
+# 16:9 in inches; content sits in a safe area with half-inch margins and the bottom half inch left free.
+SLIDE_W, SLIDE_H = 13.333, 7.5
+MARGIN = 0.5
+CONTENT_W = SLIDE_W - 2 * MARGIN
+BODY_TOP, BODY_H = 1.85, 4.9
+SHORT_LIST = 4
 HEX = re.compile(r"^#[0-9A-Fa-f]{6}$")
 MAX_SLIDES = 100
 MAX_BULLETS = 12
@@ -106,6 +118,8 @@ def load_brand(path):
             raise BadInput(f"brand sizes_pt.{key} must be a number from 8 to 96")
     return {"primary": rgb(colours.get("primary"), "brand colors.primary"),
             "text": rgb(colours.get("text"), "brand colors.text"),
+            "accent": rgb(colours.get("accent"), "brand colors.accent"),
+            "background": rgb(colours.get("background"), "brand colors.background"),
             "heading": str(fonts.get("heading"))[:60], "body": str(fonts.get("body"))[:60],
             "title_pt": sizes["title"], "body_pt": sizes["body"]}
 
@@ -147,24 +161,135 @@ def check_outline(outline):
     return checked
 
 
-def add_slide(deck, index, entry, subtitle, brand):
-    slide = deck.slides.add_slide(deck.slide_layouts[0 if index == 0 else 1])
-    slide.shapes.title.text = entry["title"]
-    style(slide.shapes.title.text_frame.paragraphs[0], brand["heading"], brand["title_pt"], brand["primary"])
-    lines = [subtitle, *entry["bullets"]] if index == 0 and subtitle else entry["bullets"]
-    body_shape = slide.placeholders[1]
-    if entry["image"]:
-        # Bullets on the left half, the picture on the right half, scaled to fit.
-        body_shape.left, body_shape.top, body_shape.width = Inches(0.5), Inches(1.5), Inches(6.0)
-        path, (width, height) = entry["image"]
-        box_w, box_h = 6.3, 5.2
-        scale = min(box_w / width, box_h / height)
-        slide.shapes.add_picture(path, Inches(6.6), Inches(1.5), Inches(width * scale), Inches(height * scale))
-    body = body_shape.text_frame
+def subtitle_lines(subtitle, bullets):
+    """The title slide's lines: the outline's subtitle and the first entry's bullets, each said once."""
+    lines, seen = [], []
+    candidates = [line.strip() for line in [subtitle, *bullets] if line and line.strip()]
+    for line in candidates:
+        key = " ".join(line.casefold().split())
+        inside_other = any(key != other and re.search(rf"(?<!\w){re.escape(key)}(?!\w)", other)
+                           for other in (" ".join(c.casefold().split()) for c in candidates))
+        if key not in seen and not inside_other:
+            seen.append(key)
+            lines.append(line)
+    return lines
+
+
+def write_lines(frame, lines, font, size, colour, bold=False, space_pt=0):
+    frame.word_wrap = True
     for number, line in enumerate(lines):
-        paragraph = body.paragraphs[0] if number == 0 else body.add_paragraph()
+        paragraph = frame.paragraphs[0] if number == 0 else frame.add_paragraph()
         paragraph.text = line
-        style(paragraph, brand["body"], brand["body_pt"], brand["text"])
+        if number and space_pt:
+            paragraph.space_before = Pt(space_pt)
+        style(paragraph, font, size, colour)
+        for run in paragraph.runs:
+            run.font.bold = bold
+        # Bullets in the body font too (the template's are Arial, which the brand does not name).
+        etree.SubElement(paragraph._p.get_or_add_pPr(), qn("a:buFont"), typeface=font)
+
+
+def place(shape, left, top, width, height):
+    shape.left, shape.top, shape.width, shape.height = Inches(left), Inches(top), Inches(width), Inches(height)
+
+
+def accent_bar(slide, left, top, width, brand):
+    """The slide's one accent element: a thin bar in the accent colour (no text is ever set on it)."""
+    bar = slide.shapes.add_shape(MSO_SHAPE.RECTANGLE, Inches(left), Inches(top), Inches(width), Inches(0.08))
+    bar.fill.solid()
+    bar.fill.fore_color.rgb = brand["accent"]
+    bar.line.fill.background()
+    bar.name = "Accent bar"
+
+
+def remove(shape):
+    shape.element.getparent().remove(shape.element)
+
+
+def title_slide(deck, entry, subtitle, brand):
+    slide = deck.slides.add_slide(deck.slide_layouts[0])
+    fill = slide.background.fill
+    fill.solid()
+    fill.fore_color.rgb = brand["primary"]
+    title = slide.shapes.title
+    place(title, MARGIN + 0.4, 1.9, CONTENT_W - 0.8, 2.0)
+    title.text_frame.vertical_anchor = MSO_ANCHOR.BOTTOM
+    write_lines(title.text_frame, [entry["title"]], brand["heading"], round(brand["title_pt"] * 1.25),
+                brand["background"], bold=True)
+    title.text_frame.paragraphs[0].alignment = PP_ALIGN.LEFT
+    accent_bar(slide, MARGIN + 0.5, 4.1, 1.6, brand)  # under the title text (its box has a 0.1 in inset)
+    lines = subtitle_lines(subtitle, entry["bullets"])
+    body = slide.placeholders[1]
+    if lines:
+        place(body, MARGIN + 0.4, 4.4, CONTENT_W - 0.8, 1.6)
+        body.text_frame.vertical_anchor = MSO_ANCHOR.TOP
+        write_lines(body.text_frame, lines, brand["body"], round(brand["body_pt"] * 1.2), brand["background"],
+                    space_pt=4)
+        for paragraph in body.text_frame.paragraphs:
+            paragraph.alignment = PP_ALIGN.LEFT
+    else:
+        remove(body)
+
+
+def content_slide(deck, entry, brand):
+    layout = deck.slide_layouts[1 if entry["bullets"] else 5]
+    slide = deck.slides.add_slide(layout)
+    fill = slide.background.fill
+    fill.solid()
+    fill.fore_color.rgb = brand["background"]
+    title = slide.shapes.title
+    place(title, MARGIN, 0.4, CONTENT_W, 1.0)
+    title.text_frame.vertical_anchor = MSO_ANCHOR.BOTTOM
+    write_lines(title.text_frame, [entry["title"]], brand["heading"], brand["title_pt"], brand["primary"], bold=True)
+    title.text_frame.paragraphs[0].alignment = PP_ALIGN.LEFT
+    accent_bar(slide, MARGIN + 0.1, 1.5, 1.2, brand)
+    body_w = CONTENT_W if not entry["image"] else CONTENT_W / 2 - 0.2
+    if entry["bullets"]:
+        body = slide.placeholders[1]
+        place(body, MARGIN, BODY_TOP, body_w, BODY_H)
+        body.text_frame.vertical_anchor = MSO_ANCHOR.TOP
+        size = brand["body_pt"]
+        if len(entry["bullets"]) <= SHORT_LIST and max(map(len, entry["bullets"])) <= 80:
+            size = round(size * 1.3)  # a few short bullets are set larger rather than lost in a wide slide
+        write_lines(body.text_frame, entry["bullets"], brand["body"], size, brand["text"], space_pt=round(size * 0.7))
+    if entry["image"]:
+        # The picture fills the right half of the content area, scaled to fit and centred in it.
+        path, (width, height) = entry["image"]
+        box_left = MARGIN + (CONTENT_W / 2 + 0.2 if entry["bullets"] else 0)
+        box_w = CONTENT_W / 2 - 0.2 if entry["bullets"] else CONTENT_W
+        scale = min(box_w / width, BODY_H / height)
+        pic_w, pic_h = width * scale, height * scale
+        slide.shapes.add_picture(path, Inches(box_left + (box_w - pic_w) / 2), Inches(BODY_TOP + (BODY_H - pic_h) / 2),
+                                 Inches(pic_w), Inches(pic_h))
+
+
+def widen_template(deck):
+    """The template's master and layouts are 4:3 (10 in wide): stretch their placeholders to the 16:9 width."""
+    factor = Inches(SLIDE_W) / deck.slide_width
+    deck.slide_width, deck.slide_height = Inches(SLIDE_W), Inches(SLIDE_H)
+    for owner in [deck.slide_master, *deck.slide_layouts]:
+        for shape in owner.placeholders:
+            if shape.width:
+                shape.left, shape.width = int(shape.left * factor), int(shape.width * factor)
+
+
+def brand_theme(deck, brand):
+    """Theme fonts and colours follow the brand, so text added later in PowerPoint is on-brand too."""
+    theme = deck.slide_master.part.part_related_by(RT.THEME)
+    root = etree.fromstring(theme.blob)
+    ns = {"a": "http://schemas.openxmlformats.org/drawingml/2006/main"}
+    for kind, font in (("majorFont", brand["heading"]), ("minorFont", brand["body"])):
+        for latin in root.iterfind(f".//a:{kind}/a:latin", ns):
+            latin.set("typeface", font)
+    roles = {"dk1": "text", "lt1": "background", "dk2": "primary", "lt2": "background", "accent1": "primary",
+             "accent2": "accent"}
+    for name, role in roles.items():
+        slot = root.find(f".//a:clrScheme/a:{name}", ns)
+        if slot is not None:
+            for child in list(slot):
+                slot.remove(child)
+            etree.SubElement(slot, f"{{{ns['a']}}}srgbClr", val=str(brand[role]))
+    theme._blob = etree.tostring(root, xml_declaration=True, encoding="UTF-8", standalone=True)  # a plain part
 
 
 def main():
@@ -177,13 +302,19 @@ def main():
     except BadInput as exc:
         fail(str(exc))
     deck = Presentation()
-    deck.slide_width, deck.slide_height = Inches(13.333), Inches(7.5)
+    widen_template(deck)
+    brand_theme(deck, brand)
     subtitle = str(outline.get("subtitle") or "")
     for index, entry in enumerate(slides):
-        add_slide(deck, index, entry, subtitle, brand)
+        if index == 0:
+            title_slide(deck, entry, subtitle, brand)
+        else:
+            content_slide(deck, entry, brand)
     deck.save(output)
     print(json.dumps({"ok": True, "path": output, "slides": len(slides), "titles": [s["title"] for s in slides],
-                      "images": sum(1 for s in slides if s["image"])}))
+                      "images": sum(1 for s in slides if s["image"]),
+                      "size": f"{SLIDE_W:g} x {SLIDE_H:g} in (16:9)",
+                      "fonts": {"heading": brand["heading"], "body": brand["body"]}}))
 
 
 if __name__ == "__main__":

@@ -18,8 +18,9 @@ HEX = re.compile(r"^#[0-9A-Fa-f]{6}$")
 KNOWN_ARGS = {"spec", "report", "output", "brand"}
 KNOWN_REPORT = {"title", "subtitle", "author", "date", "sections"}
 KNOWN_SECTION = {"heading", "paragraphs", "bullets", "table", "image", "caption"}
-DEFAULT_STYLE = {"primary": "#1F2A44", "text": "#222222", "heading_font": "Arial", "body_font": "Arial",
-                 "body_pt": 11}
+# Fonts the sandbox image has (python -m orchestrator sandbox fonts): what the document names is what renders.
+DEFAULT_STYLE = {"primary": "#1F2A44", "text": "#222222", "background": "#FFFFFF",
+                 "heading_font": "Liberation Sans", "body_font": "Liberation Sans", "body_pt": 11}
 
 
 class BadInput(Exception):
@@ -185,7 +186,7 @@ def brand_style(path):
         return style
     data = load_json(path, "brand file")
     colors, fonts = data.get("colors") or {}, data.get("fonts") or {}
-    for key in ("primary", "text"):
+    for key in ("primary", "text", "background"):
         if key in colors:
             if not isinstance(colors[key], str) or not HEX.match(colors[key]):
                 raise BadInput(f"brand file {path}: colors.{key} must look like #1F3A5F")
@@ -198,58 +199,140 @@ def brand_style(path):
 
 def write_docx(report, style, output):
     from docx import Document
+    from docx.enum.table import WD_TABLE_ALIGNMENT
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
     from docx.shared import Inches, Pt, RGBColor
 
     def rgb(value):
         return RGBColor.from_string(value[1:].upper())
 
+    def font_of(target, name, colour=None, size=None, bold=None):
+        target.font.name = name
+        fonts = target.element.get_or_add_rPr().get_or_add_rFonts()
+        for attribute in ("w:ascii", "w:hAnsi", "w:cs", "w:eastAsia"):  # theme fonts would override w:ascii
+            fonts.set(qn(attribute), name)
+        for attribute in ("w:asciiTheme", "w:hAnsiTheme", "w:cstheme", "w:eastAsiaTheme"):
+            fonts.attrib.pop(qn(attribute), None)
+        if colour:
+            target.font.color.rgb = rgb(colour)
+        if size:
+            target.font.size = Pt(size)
+        if bold is not None:
+            target.font.bold = bold
+
+    def shade(cell, colour):
+        properties = cell._tc.get_or_add_tcPr()
+        fill = OxmlElement("w:shd")
+        fill.set(qn("w:val"), "clear")
+        fill.set(qn("w:color"), "auto")
+        fill.set(qn("w:fill"), colour[1:].upper())
+        properties.append(fill)
+
     doc = Document()
-    body = doc.styles["Normal"]
-    body.font.name, body.font.size, body.font.color.rgb = style["body_font"], Pt(style["body_pt"]), rgb(style["text"])
-    for name in ("Title", "Heading 1"):
-        doc.styles[name].font.name = style["heading_font"]
-        doc.styles[name].font.color.rgb = rgb(style["primary"])
+    section = doc.sections[0]
+    text_width = section.page_width - section.left_margin - section.right_margin
+    # Every style text is set in names the brand font (or the neutral one), so nothing falls back to the theme's.
+    for named in doc.styles:
+        if named.type == 1 or named.type == 2:  # paragraph and character styles
+            font_of(named, style["body_font"], style["text"] if named.name == "Normal" else None)
+    font_of(doc.styles["Normal"], style["body_font"], style["text"], style["body_pt"])
+    for name in ("Title", "Heading 1", "Heading 2"):
+        font_of(doc.styles[name], style["heading_font"], style["primary"], bold=True)
+    font_of(doc.styles["Subtitle"], style["body_font"], style["text"], size=14)
+    font_of(doc.styles["Caption"], style["body_font"], style["text"], size=9, bold=False)
     doc.add_heading(report["title"], level=0)
     if report["subtitle"]:
         doc.add_paragraph(report["subtitle"], style="Subtitle")
     if report["byline"]:
         doc.add_paragraph(report["byline"])
-    for section in report["sections"]:
-        doc.add_heading(section["heading"], level=1)
-        for paragraph in section["paragraphs"]:
+    for section_spec in report["sections"]:
+        doc.add_heading(section_spec["heading"], level=1)
+        for paragraph in section_spec["paragraphs"]:
             doc.add_paragraph(paragraph)
-        for bullet in section["bullets"]:
+        for bullet in section_spec["bullets"]:
             doc.add_paragraph(bullet, style="List Bullet")
-        if "table" in section:
-            table = section["table"]
+        if "table" in section_spec:
+            table = section_spec["table"]
             grid = doc.add_table(rows=1, cols=len(table["columns"]))
-            grid.style = "Light Grid Accent 1"
-            for cell, name in zip(grid.rows[0].cells, table["columns"]):
+            grid.style = "Table Grid"
+            grid.alignment = WD_TABLE_ALIGNMENT.LEFT
+            for cell, name in zip(grid.rows[0].cells, table["columns"]):  # header: bold white on the primary colour
                 cell.text = name
+                shade(cell, style["primary"])
+                run = cell.paragraphs[0].runs[0]
+                run.font.bold, run.font.color.rgb = True, rgb(style["background"])
             for row in table["rows"]:
-                for cell, value in zip(grid.add_row().cells, row):
+                for number, (cell, value) in enumerate(zip(grid.add_row().cells, row)):
                     cell.text = value
-        if "image" in section:
-            doc.add_picture(section["image"]["path"], width=Inches(6))
-            if section["caption"]:
-                doc.add_paragraph(section["caption"], style="Caption")
+                    if number and _numeric(value):  # amounts line up on the right
+                        cell.paragraphs[0].alignment = 2
+            column = int(text_width / len(table["columns"]))
+            for row in grid.rows:  # the columns share the text width: the table never runs off the page
+                for cell in row.cells:
+                    cell.width = column
+        if "image" in section_spec:
+            image = section_spec["image"]
+            width = min(Inches(6), text_width)
+            doc.add_picture(image["path"], width=width)
+            if section_spec["caption"]:
+                doc.add_paragraph(section_spec["caption"], style="Caption")
     doc.save(output)
+
+
+def _numeric(value):
+    return bool(re.fullmatch(r"[-+]?[\d,]+(\.\d+)?\s*%?", value.strip()))
+
+
+def ttf_file(family, bold=False):
+    """The TrueType file fontconfig has for ``family`` (reportlab embeds only TrueType outlines), or None."""
+    import subprocess
+
+    pattern = f"{family}:style={'Bold' if bold else 'Regular'}"
+    try:
+        found = subprocess.run(["fc-match", "-f", "%{family}|%{file}", pattern], capture_output=True, text=True,
+                               timeout=10, check=False).stdout
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    name, _, path = found.partition("|")
+    return path if family.casefold() in name.casefold() and path.lower().endswith(".ttf") else None
+
+
+def pdf_fonts(style):
+    """Register the brand's fonts when the image has them as TrueType; else the built-in Helvetica."""
+    from reportlab.pdfbase import pdfmetrics
+    from reportlab.pdfbase.ttfonts import TTFont
+
+    chosen = {}
+    for role in ("heading_font", "body_font"):
+        regular, bold = ttf_file(style[role]), ttf_file(style[role], bold=True)
+        if regular and bold:
+            name = style[role].replace(" ", "")
+            pdfmetrics.registerFont(TTFont(name, regular))
+            pdfmetrics.registerFont(TTFont(f"{name}-Bold", bold))
+            chosen[role] = (name, f"{name}-Bold")
+        else:
+            chosen[role] = ("Helvetica", "Helvetica-Bold")
+    return chosen
 
 
 def write_pdf(report, style, output):
     from reportlab.lib import colors
+    from reportlab.lib.enums import TA_LEFT
     from reportlab.lib.pagesizes import A4
     from reportlab.lib.styles import getSampleStyleSheet
     from reportlab.lib.units import cm
     from reportlab.platypus import Image, ListFlowable, Paragraph, SimpleDocTemplate, Spacer, Table, TableStyle
     from xml.sax.saxutils import escape
 
+    fonts = pdf_fonts(style)
     sheet = getSampleStyleSheet()
     primary, ink = colors.HexColor(style["primary"]), colors.HexColor(style["text"])
     for name in ("Title", "Heading1"):
-        sheet[name].textColor = primary
-    sheet["BodyText"].textColor = ink
-    # Built-in PDF fonts only: brand fonts are not embedded, so their names are kept in the result, not used.
+        sheet[name].textColor, sheet[name].fontName, sheet[name].alignment = primary, fonts["heading_font"][1], TA_LEFT
+    for name in ("BodyText", "Italic"):
+        sheet[name].textColor, sheet[name].fontName = ink, fonts["body_font"][0]
+    document = SimpleDocTemplate(output, pagesize=A4, title=report["title"], leftMargin=2 * cm, rightMargin=2 * cm)
     story = [Paragraph(escape(report["title"]), sheet["Title"])]
     for line in (report["subtitle"], report["byline"]):
         if line:
@@ -259,22 +342,31 @@ def write_pdf(report, style, output):
         story += [Paragraph(escape(p), sheet["BodyText"]) for p in section["paragraphs"]]
         if section["bullets"]:
             items = [Paragraph(escape(b), sheet["BodyText"]) for b in section["bullets"]]
-            story.append(ListFlowable(items, bulletType="bullet", start="\u2022", bulletFontName="Helvetica"))
+            story.append(ListFlowable(items, bulletType="bullet", start="\u2022", bulletFontName=fonts["body_font"][0]))
         if "table" in section:
             table = section["table"]
-            grid = Table([table["columns"], *table["rows"]], repeatRows=1)
+            columns = len(table["columns"])
+            grid = Table([table["columns"], *table["rows"]], repeatRows=1, hAlign="LEFT",
+                         colWidths=[document.width / columns] * columns)
+            numeric = [(c, r) for r, row in enumerate(table["rows"], start=1) for c, v in enumerate(row)
+                       if c and _numeric(v)]
             grid.setStyle(TableStyle([("BACKGROUND", (0, 0), (-1, 0), primary),
                                       ("TEXTCOLOR", (0, 0), (-1, 0), colors.white),
-                                      ("GRID", (0, 0), (-1, -1), 0.5, colors.grey)]))
+                                      ("FONTNAME", (0, 0), (-1, 0), fonts["body_font"][1]),
+                                      ("FONTNAME", (0, 1), (-1, -1), fonts["body_font"][0]),
+                                      ("TEXTCOLOR", (0, 1), (-1, -1), ink),
+                                      ("GRID", (0, 0), (-1, -1), 0.5, colors.grey),
+                                      *[("ALIGN", cell, cell, "RIGHT") for cell in numeric]]))
             story.append(grid)
         if "image" in section:
             image = section["image"]
-            width = 16 * cm
+            width = min(16 * cm, document.width)
             story.append(Image(image["path"], width=width, height=width * image["height"] / image["width"]))
             if section["caption"]:
                 story.append(Paragraph(escape(section["caption"]), sheet["Italic"]))
         story.append(Spacer(1, 0.4 * cm))
-    SimpleDocTemplate(output, pagesize=A4, title=report["title"]).build(story)
+    document.build(story)
+    return {"heading": fonts["heading_font"][0], "body": fonts["body_font"][0]}
 
 
 def main():
@@ -286,13 +378,13 @@ def main():
         style = brand_style(args.get("brand"))
     except BadInput as exc:
         fail(str(exc))
-    (write_pdf if output.lower().endswith(".pdf") else write_docx)(report, style, output)
+    used = (write_pdf if output.lower().endswith(".pdf") else write_docx)(report, style, output)
     print(json.dumps({
         "ok": True, "output": output, "format": output.rsplit(".", 1)[1].lower(), "title": report["title"],
         "headings": [s["heading"] for s in report["sections"]],
         "tables": sum("table" in s for s in report["sections"]),
         "images": sum("image" in s for s in report["sections"]),
-        "fonts": {"heading": style["heading_font"], "body": style["body_font"]},
+        "fonts": used or {"heading": style["heading_font"], "body": style["body_font"]},
     }, ensure_ascii=False))
 
 

@@ -189,7 +189,7 @@ def check_sheet(sheet, index, names):
 
 
 def write_sheet(ws, sheet, where, brand):
-    from openpyxl.styles import Font, PatternFill
+    from openpyxl.styles import Alignment, Font, PatternFill
 
     columns, rows, data_only = sheet_rows(sheet, where)
     formulas = sheet.get("formulas", {})
@@ -202,11 +202,10 @@ def write_sheet(ws, sheet, where, brand):
     for name, template in formulas.items():  # checked even when there are no rows yet
         expand(template, columns, first, first, max(first, last), f"{where} [{name}]")
     ws.append(columns)
-    header_fill = PatternFill("solid", fgColor=brand["primary"]) if brand else None
-    for cell in ws[1]:
-        cell.font = Font(bold=True, color="FFFFFF" if brand else None, name=brand.get("font") if brand else None)
-        if header_fill:
-            cell.fill = header_fill
+    for cell in ws[1]:  # the header: bold, white on the primary colour, centred over its column
+        cell.font = Font(bold=True, color="FFFFFF", name=brand["font"])
+        cell.fill = PatternFill("solid", fgColor=brand["primary"])
+        cell.alignment = Alignment(horizontal="center", vertical="center")
     count = 0
     for number, row in enumerate(rows, start=first):
         if len(row) > len(columns):
@@ -228,7 +227,8 @@ def write_sheet(ws, sheet, where, brand):
             as_text(ws[number], row)
     totals_row = write_totals(ws, sheet.get("totals"), columns, first, last, where)
     count += len(totals_row)
-    apply_formats(ws, sheet, columns, last + (1 if totals_row else 0), where)
+    body_fonts(ws, first, last + (1 if totals_row else 0), brand)
+    apply_formats(ws, sheet, columns, rows, totals_row, where)
     if sheet.get("freeze", True):
         ws.freeze_panes = "A2"
     chart = add_chart(ws, sheet.get("chart"), columns, first, last, where) if sheet.get("chart") else None
@@ -253,7 +253,7 @@ def write_totals(ws, totals, columns, first, last, where):
         raise BadInput(f"{where}: totals function {function} is not one of {sorted(TOTAL_FUNCTIONS)}")
     if last < first:
         raise BadInput(f"{where}: a totals row needs at least one data row")
-    from openpyxl.styles import Font
+    from openpyxl.styles import Border, Font, Side
 
     row = last + 1
     ws.cell(row=row, column=1, value=str(totals.get("label", "Total"))).font = Font(bold=True)
@@ -267,11 +267,40 @@ def write_totals(ws, totals, columns, first, last, where):
         letter = column_letter(index)
         formula = f"={function}({letter}{first}:{letter}{last})"
         ws.cell(row=row, column=index + 1, value=formula).font = Font(bold=True)
+        ws.cell(row=row, column=index + 1).border = Border(top=Side(style="thin"))
         written[name] = {"cell": f"{letter}{row}", "formula": formula}
     return written
 
 
-def apply_formats(ws, sheet, columns, last_row, where):
+def body_fonts(ws, first, last, brand):
+    """Every data and totals cell in the body font and text colour (bold stays bold)."""
+    from openpyxl.styles import Font
+
+    if not brand["font"] and not brand["text"]:
+        return
+    for row in ws.iter_rows(min_row=first, max_row=last):
+        for cell in row:
+            cell.font = Font(name=brand["font"], color=brand["text"], bold=cell.font.bold)
+
+
+def shown(value, fmt):
+    """About the text a spreadsheet shows for a value under a number format (for fitting column widths)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "" if value is None else str(value)
+    decimals = len(fmt.split(".")[1]) if "." in fmt else (0 if isinstance(value, int) else 2)
+    return f"{value:,.{decimals}f}" if "," in fmt else f"{value:.{decimals}f}"
+
+
+def default_format(values):
+    numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    if not numbers:
+        return None
+    return "#,##0" if all(isinstance(v, int) for v in numbers) else "#,##0.00"
+
+
+def apply_formats(ws, sheet, columns, rows, totals_row, where):
+    """Number formats (given, or #,##0 / #,##0.00 for number columns) and widths that fit what each column shows,
+    the totals included (they are estimated as the column's sum)."""
     formats = sheet.get("number_formats", {})
     widths = sheet.get("widths", {})
     if not isinstance(formats, dict) or not isinstance(widths, dict):
@@ -279,14 +308,25 @@ def apply_formats(ws, sheet, columns, last_row, where):
     for name, fmt in formats.items():
         if name not in columns or not isinstance(fmt, str):
             raise BadInput(f"{where}: number format for {name!r}: not a column, or the format is not text")
-        letter = column_letter(columns.index(name))
-        for row in range(2, last_row + 1):
-            ws[f"{letter}{row}"].number_format = fmt
+    last_row = len(rows) + 1 + (1 if totals_row else 0)
     for index, name in enumerate(columns):
-        width = widths.get(name, max(10, min(40, len(name) + 4)))
+        values = [row[index] if index < len(row) else None for row in rows]
+        fmt = formats.get(name) or default_format(values)
+        letter = column_letter(index)
+        if fmt:
+            for row in range(2, last_row + 1):
+                ws[f"{letter}{row}"].number_format = fmt
+        numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        texts = [shown(v, fmt or "") for v in values if not (isinstance(v, str) and v.startswith("="))]
+        if name in totals_row and numbers:
+            texts.append(shown(sum(numbers), fmt or ""))
+        fitted = max([len(name) * 1.15, *(len(text) for text in texts)]) + 3
+        if name in sheet.get("formulas", {}) or any(isinstance(v, str) and v.startswith("=") for v in values):
+            fitted = max(fitted, 14)  # a formula's value is not known here: room for a 9-digit amount
+        width = widths.get(name, max(8, min(60, round(fitted, 1))))
         if not isinstance(width, (int, float)) or not 1 <= width <= 100:
             raise BadInput(f"{where}: width for {name!r} must be a number from 1 to 100")
-        ws.column_dimensions[column_letter(index)].width = width
+        ws.column_dimensions[letter].width = width
 
 
 def add_chart(ws, chart, columns, first, last, where):
@@ -310,14 +350,15 @@ def add_chart(ws, chart, columns, first, last, where):
         plot.add_data(Reference(ws, min_col=index, min_row=1, max_row=last), titles_from_data=True)
     category = columns.index(chart["categories"]) + 1
     plot.set_categories(Reference(ws, min_col=category, min_row=first, max_row=last))
-    anchor = f"{column_letter(len(columns) + 1)}2"
+    anchor = f"{column_letter(len(columns) + 1)}2"  # one empty column between the table and the chart
     ws.add_chart(plot, anchor)
     return {"type": kind, "anchor": anchor, "series": list(chart["values"])}
 
 
 def brand_style(path):
+    """Header fill, body font and text colour: the brand's when a brand file is given, else a neutral style."""
     if not path:
-        return None
+        return {"primary": "1F2A44", "font": None, "text": None}
     data = load_json(path, "brand file")
     try:
         primary = data["colors"]["primary"]
@@ -325,8 +366,11 @@ def brand_style(path):
         raise BadInput(f"brand file {path} has no colors.primary") from exc
     if not isinstance(primary, str) or not re.fullmatch(r"#[0-9A-Fa-f]{6}", primary):
         raise BadInput(f"brand file {path}: colors.primary must look like #1F3A5F")
-    font = (data.get("fonts") or {}).get("body") if isinstance(data.get("fonts"), dict) else None
-    return {"primary": primary[1:].upper(), "font": font if isinstance(font, str) else None}
+    fonts = data.get("fonts") if isinstance(data.get("fonts"), dict) else {}
+    font = fonts.get("body")
+    text = data["colors"].get("text") if isinstance(data["colors"], dict) else None
+    return {"primary": primary[1:].upper(), "font": font[:60] if isinstance(font, str) else None,
+            "text": text[1:].upper() if isinstance(text, str) and re.fullmatch(r"#[0-9A-Fa-f]{6}", text) else None}
 
 
 def main():
