@@ -284,6 +284,12 @@ class SelectionSettings(_Section):
     """Tokens (prompt + completion, as reported) all plan calls of one goal may use."""
     replans: int = Field(1, ge=0)
     """How often Reflect may ask for a new plan when a step stays unmet after its retry."""
+    semantic: bool = True
+    """Rank by meaning too: the shipped sentence embedder's similarity fused with the lexical score."""
+    semantic_weight: float = Field(1.0, ge=0, le=10)
+    """The similarity's weight next to the lexical score (both scaled to [0, 1] per query)."""
+    embed_max_tokens: int = Field(48, ge=8, le=256)
+    """Tokens of each skill's name and description that are embedded (cost of a cold index grows with it)."""
 
 
 MODEL_PROFILES: dict[str, dict[str, Any]] = {

@@ -96,10 +96,12 @@ def selection_bench(
         emit_json(result)
     else:
         recall = ", ".join(f"@{key} {value}" for key, value in result.recall_at.items())
+        kinds = "; ".join(f"{kind} @10 {values.get('10', 0.0)}" for kind, values in result.by_kind.items())
         typer.echo(
-            f"{result.goals} goals over {result.skills} skills: recall {recall}; planner prompt max "
+            f"{result.goals} goals over {result.skills} skills: recall {recall} ({kinds}); planner prompt max "
             f"{result.planner_prompt_tokens_max} tokens; index {result.index_ms} ms (cached {result.index_ms_cached}"
-            f" ms), query median {result.query_ms_median} ms"
+            f" ms, +{result.index_memory_mb} MB), query median {result.query_ms_median} ms; "
+            f"ranking {'lexical + semantic' if result.semantic else 'lexical only'}"
         )
 
 

@@ -102,3 +102,19 @@ def english_terms(text: str) -> list[str]:
             for sense in senses(word)[: SENSES_SINGLE_CHAR if len(word) == 1 else SENSES]:
                 terms.extend(sense)
     return terms
+
+
+def english_reading(text: str) -> str:
+    """``text`` with each Chinese run replaced by the English words of its dictionary words (first sense only),
+    so that an English-only sentence encoder can read a Chinese description word by word."""
+    if not _HAN.search(text):
+        return text
+    words = dictionary()
+
+    def read(match: re.Match[str]) -> str:
+        # Single characters are mostly grammar (的, 与) or ambiguous; the words of two or more carry the meaning.
+        parts = [w for w in segment(match.group(0), words) if len(w) > 1]
+        english = [" ".join(s[0]) for s in map(senses, parts) if s]
+        return " " + " ".join(english) + " " if english else " "
+
+    return re.sub(r"\s+", " ", _HAN.sub(read, text)).strip()

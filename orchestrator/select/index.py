@@ -8,9 +8,10 @@ thousand skills).
 
 from __future__ import annotations
 
+import base64
 import hashlib
-import json
 import os
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -18,15 +19,25 @@ from pathlib import Path
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
+from orchestrator.config import SelectionSettings
 from orchestrator.logs import get_logger
 from orchestrator.select.lexical import FIELD_WEIGHTS, LexicalRanker, bilingual_terms, tokenize
+from orchestrator.select.semantic import (
+    EMBED_RECIPE,
+    SEMANTIC_WEIGHT,
+    Embedder,
+    SemanticRanker,
+    embed_text,
+    fuse,
+    shipped_embedder,
+)
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.skills.models import SkillSummary
 
 _log = get_logger("orchestrator.select")
 
 #: Bumped whenever tokenisation or the entry format changes, so old cache entries are ignored.
-INDEX_VERSION = "4"
+INDEX_VERSION = "5"
 #: How much of a body is indexed: its first part says what the skill does; the rest is mostly procedure.
 BODY_MAX_CHARS = 20_000
 
@@ -55,6 +66,7 @@ class IndexStats(BaseModel):
     skills: int = 0
     reused: int = 0
     built: int = 0
+    embedded: int = 0
     index_ms: int = 0
 
 
@@ -81,12 +93,43 @@ def _name_text(doc: SkillDoc) -> str:
     return f"{doc.name} {doc.id}".replace("-", " ").replace("_", " ").replace("/", " ")
 
 
+FIELDS = ("name", "description", "body")
+
+
 def _terms(doc: SkillDoc) -> dict[str, list[str]]:
     return {
         "name": tokenize(_name_text(doc)),
         "description": bilingual_terms(doc.description),
         "body": bilingual_terms(doc.body),
     }
+
+
+def _shared(terms: dict[str, list[str]]) -> dict[str, list[str]]:
+    """The same terms, each word one shared string object: a thousand bodies repeat a few words millions of times,
+    and separate copies of them held most of a cold build's memory."""
+    return {name: [sys.intern(t) for t in words] for name, words in terms.items()}
+
+
+class Entry(BaseModel):
+    """One skill's cached index entry: its terms per field and, once embedded, its vector."""
+
+    terms: dict[str, list[str]]
+    vector_model: str = ""
+    vector: str = ""
+    """Base64 of the float16 vector; empty until the skill was embedded with ``vector_model``."""
+
+    def vector_for(self, model: str) -> np.ndarray | None:
+        if self.vector_model != model or not self.vector:
+            return None
+        try:
+            values = np.frombuffer(base64.b64decode(self.vector, validate=True), dtype=np.float16)
+        except ValueError:
+            return None
+        return values.astype(np.float32) if values.size else None
+
+    def with_vector(self, model: str, vector: np.ndarray) -> Entry:
+        data = base64.b64encode(vector.astype(np.float16).tobytes()).decode("ascii")
+        return self.model_copy(update={"vector_model": model, "vector": data})
 
 
 class EntryCache:
@@ -102,26 +145,26 @@ class EntryCache:
         id_digest = hashlib.sha256(doc.id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
         return self.dir / doc.sha256[:2] / f"{doc.sha256}-{id_digest}.json"
 
-    def get(self, doc: SkillDoc) -> dict[str, list[str]] | None:
+    def get(self, doc: SkillDoc) -> Entry | None:
         path = self._path(doc)
         if path is None:
             return None
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            entry = Entry.model_validate_json(path.read_bytes())
         except (OSError, ValueError):
             return None
-        if not isinstance(data, dict) or set(data) != {"name", "description", "body"}:
+        if set(entry.terms) != set(FIELDS):
             return None
-        return data
+        return entry.model_copy(update={"terms": _shared(entry.terms)})
 
-    def put(self, doc: SkillDoc, terms: dict[str, list[str]]) -> None:
+    def put(self, doc: SkillDoc, entry: Entry) -> None:
         path = self._path(doc)
         if path is None:
             return
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(terms, ensure_ascii=False), encoding="utf-8")
+            tmp.write_text(entry.model_dump_json(), encoding="utf-8")
             tmp.replace(path)
         except OSError as e:  # a read-only cache only costs time
             _log.warning("select.cache_write_failed", path=str(path), error=str(e))
@@ -130,35 +173,79 @@ class EntryCache:
 class SkillIndex:
     """Ranks skills for a query. Build with :meth:`build`; ``search`` never sees skills it was not built with."""
 
-    def __init__(self, docs: Sequence[SkillDoc], fields: dict[str, list[list[str]]], stats: IndexStats) -> None:
+    def __init__(
+        self,
+        docs: Sequence[SkillDoc],
+        fields: dict[str, list[list[str]]],
+        stats: IndexStats,
+        semantic: SemanticRanker | None = None,
+    ) -> None:
         self.docs = list(docs)
         self.by_id = {d.id: d for d in self.docs}
         self.stats = stats
         self._lexical = LexicalRanker(fields, FIELD_WEIGHTS)
+        self._semantic = semantic
 
     @classmethod
-    def build(cls, docs: Sequence[SkillDoc], cache_dir: Path | None = None) -> SkillIndex:
+    def build(
+        cls,
+        docs: Sequence[SkillDoc],
+        cache_dir: Path | None = None,
+        *,
+        embedder: Embedder | None = None,
+        semantic_weight: float = SEMANTIC_WEIGHT,
+    ) -> SkillIndex:
+        """The index of ``docs``: terms (and vectors, with ``embedder``) from the cache, the rest derived and
+        cached; the skills that need a vector are embedded in one pass."""
         started = time.perf_counter()
         cache = EntryCache(cache_dir)
-        fields: dict[str, list[list[str]]] = {"name": [], "description": [], "body": []}
+        entries: list[Entry] = []
         stats = IndexStats(skills=len(docs))
         for doc in docs:
-            terms = cache.get(doc)
-            if terms is None:
-                terms = _terms(doc)
-                cache.put(doc, terms)
+            entry = cache.get(doc)
+            if entry is None:
+                entry = Entry(terms=_shared(_terms(doc)))
                 stats.built += 1
+                if embedder is None:
+                    cache.put(doc, entry)
             else:
                 stats.reused += 1
-            for name in fields:
-                fields[name].append(terms[name])
-        index = cls(docs, fields, stats)
+            entries.append(entry)
+        semantic = None
+        if embedder is not None:
+            vectors = _vectors(docs, entries, embedder, cache, stats)
+            semantic = SemanticRanker(vectors, embedder, weight=semantic_weight)
+        fields = {name: [e.terms[name] for e in entries] for name in FIELDS}
+        index = cls(docs, fields, stats, semantic)
         stats.index_ms = int((time.perf_counter() - started) * 1000)
         _log.debug("select.indexed", **stats.model_dump())
         return index
 
+    @classmethod
+    def for_library(
+        cls,
+        library: SkillLibrary,
+        summaries: Sequence[SkillSummary],
+        cache_dir: Path | None,
+        settings: SelectionSettings,
+    ) -> SkillIndex:
+        """The index of ``summaries`` as ``settings`` (:class:`~orchestrator.config.SelectionSettings`) ask:
+        fused with the shipped sentence embedder when ``semantic`` is on and its package is installed."""
+        embedder = shipped_embedder(settings.embed_max_tokens) if settings.semantic else None
+        return cls.build(
+            skill_docs(library, summaries), cache_dir, embedder=embedder, semantic_weight=settings.semantic_weight
+        )
+
+    @property
+    def semantic(self) -> bool:
+        """Whether similarity of meaning is part of the ranking."""
+        return self._semantic is not None
+
     def scores(self, query: str) -> np.ndarray:
-        return self._lexical.scores(query)
+        lexical = self._lexical.scores(query)
+        if self._semantic is None:
+            return lexical
+        return fuse(lexical, self._semantic.similarities(query), self._semantic.weight)
 
     def search(self, query: str, k: int = 20, *, exclude: Sequence[str] = ()) -> list[Hit]:
         """The ``k`` best skills for ``query`` (score > 0 only), best first; ties keep id order."""
@@ -174,3 +261,20 @@ class SkillIndex:
             if self.docs[i].id not in skip:
                 hits.append(Hit(id=self.docs[i].id, score=round(float(scores[i]), 4)))
         return hits
+
+
+def _vectors(
+    docs: Sequence[SkillDoc], entries: list[Entry], embedder: Embedder, cache: EntryCache, stats: IndexStats
+) -> np.ndarray:
+    """One row per doc: cached vectors reused, the missing ones embedded together and written back."""
+    model = f"{embedder.model_id}/recipe-{EMBED_RECIPE}"
+    rows: list[np.ndarray | None] = [e.vector_for(model) for e in entries]
+    missing = [i for i, row in enumerate(rows) if row is None or row.shape != (embedder.dimensions,)]
+    if missing:
+        fresh = embedder.embed([embed_text(docs[i].name, docs[i].description) for i in missing])
+        for i, vector in zip(missing, fresh, strict=True):
+            rows[i] = vector
+            entries[i] = entries[i].with_vector(model, vector)
+            cache.put(docs[i], entries[i])
+        stats.embedded = len(missing)
+    return np.stack([r for r in rows if r is not None]) if docs else np.zeros((0, embedder.dimensions), np.float32)

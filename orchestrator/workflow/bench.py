@@ -9,7 +9,9 @@ every recall figure.
 from __future__ import annotations
 
 import json
+import os
 import random
+import resource
 import shutil
 import statistics
 import tempfile
@@ -22,7 +24,7 @@ from orchestrator.config import SelectionSettings, Settings
 from orchestrator.errors import ConfigError
 from orchestrator.llm.scenario import load_scenario
 from orchestrator.prompts import load_prompt
-from orchestrator.select.index import SkillIndex, skill_docs
+from orchestrator.select.index import SkillIndex
 from orchestrator.select.shortlist import Catalog, catalog_text, make_shortlist, model_invocable
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.tokens import estimate_tokens
@@ -49,9 +51,32 @@ class SelectionBench(BaseModel):
     planner_prompt_tokens_max: int
     planner_prompt_tokens_median: int
     index_ms: int
+    """Building the index in an empty cache: terms of every skill, and vectors when ``semantic``."""
+    index_cpu_ms: int = 0
+    """CPU time of that build (all threads): what it costs on an idle machine, whatever else is running."""
     index_ms_cached: int
+    index_memory_mb: float = 0.0
+    """Resident memory the built index (and the embedding model) added to the process."""
+    index_peak_memory_mb: float = 0.0
+    """The process's peak resident memory during the build, above what it held before."""
+    semantic: bool = False
+    """Whether the ranking fused sentence-embedding similarity (the embedder's package is installed and on)."""
     query_ms_median: float
     misses_at_10: list[dict[str, object]] = []
+
+
+def rss_mb() -> float:
+    """This process's resident memory now (Linux ``/proc``; 0 where it cannot be read)."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0.0
+    return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def peak_rss_mb() -> float:
+    """This process's peak resident memory so far."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def read_goals(path: Path) -> list[BenchGoal]:
@@ -74,9 +99,11 @@ def read_goals(path: Path) -> list[BenchGoal]:
     return goals
 
 
-def planner_prompt_tokens(goal: str, catalog: str, selection: SelectionSettings, *, searchable: bool) -> int:
+def planner_prompt_tokens(
+    goal: str, catalog: Catalog, selection: SelectionSettings, *, searchable: bool, library_size: int = 0
+) -> int:
     """Estimated size of the first plan request for ``goal`` (system prompt, goal, catalog, search tool)."""
-    messages = plan_request(goal, Catalog(text=catalog, ids=[], tokens=0), searchable=searchable)
+    messages = plan_request(goal, catalog, searchable=searchable, library_size=library_size)
     tokens = sum(estimate_tokens(m.content or "") for m in messages)
     if searchable and selection.search_tool:
         tokens += estimate_tokens(json.dumps(SEARCH_SKILLS.to_openai()))
@@ -102,13 +129,15 @@ def bench_selection(
         unknown = [i for i in g.expect if i not in known]
         if unknown:
             raise ConfigError(f"goal {g.goal[:60]!r} expects unknown skill ids {unknown}", where="bench")
-    docs = skill_docs(library, invocable)
+    memory_before = rss_mb()
     with tempfile.TemporaryDirectory(prefix="orch-bench-") as cache_dir:
-        started = time.perf_counter()
-        index = SkillIndex.build(docs, Path(cache_dir))
+        started, cpu_started = time.perf_counter(), time.process_time()
+        index = SkillIndex.for_library(library, invocable, Path(cache_dir), selection)
         index_ms = int((time.perf_counter() - started) * 1000)
+        index_cpu_ms = int((time.process_time() - cpu_started) * 1000)
+        memory_after = rss_mb()
         started = time.perf_counter()
-        SkillIndex.build(docs, Path(cache_dir))
+        SkillIndex.for_library(library, invocable, Path(cache_dir), selection)
         index_ms_cached = int((time.perf_counter() - started) * 1000)
     depth = max(ks)
     hits: dict[str, dict[int, list[bool]]] = {}
@@ -124,7 +153,9 @@ def bench_selection(
             g.goal, l1, index, threshold=selection.shortlist_threshold, size=selection.shortlist_size
         )
         catalog = catalog_text(shown.skills, max_tokens=selection.catalog_max_tokens, keep=shown.explicit)
-        prompt_tokens.append(planner_prompt_tokens(g.goal, catalog.text, selection, searchable=searchable))
+        prompt_tokens.append(
+            planner_prompt_tokens(g.goal, catalog, selection, searchable=searchable, library_size=len(invocable))
+        )
         if not g.expect:
             continue
         for k in ks:
@@ -145,7 +176,11 @@ def bench_selection(
         planner_prompt_tokens_max=max(prompt_tokens, default=0),
         planner_prompt_tokens_median=int(statistics.median(prompt_tokens)) if prompt_tokens else 0,
         index_ms=index_ms,
+        index_cpu_ms=index_cpu_ms,
         index_ms_cached=index_ms_cached,
+        index_memory_mb=round(memory_after - memory_before, 1),
+        index_peak_memory_mb=round(peak_rss_mb() - memory_before, 1),
+        semantic=index.semantic,
         query_ms_median=round(statistics.median(query_ms), 2) if query_ms else 0.0,
         misses_at_10=misses,
     )
@@ -289,7 +324,7 @@ def bench_tokens(
             ids = {s.id for s in l1}
             wanted = [f"bundled/{t}" for t in target]
             searchable = len(invocable) > selection.shortlist_threshold
-            index = SkillIndex.build(skill_docs(library, invocable), Path(tmp) / "cache") if searchable else None
+            index = SkillIndex.for_library(library, invocable, Path(tmp) / "cache", selection) if searchable else None
             shown = make_shortlist(
                 goal, l1, index, threshold=selection.shortlist_threshold, size=selection.shortlist_size
             )
@@ -297,7 +332,9 @@ def bench_tokens(
             runs.append(
                 TokenRun(
                     skills=len(l1),
-                    planner_prompt_tokens=planner_prompt_tokens(goal, catalog.text, selection, searchable=searchable),
+                    planner_prompt_tokens=planner_prompt_tokens(
+                        goal, catalog, selection, searchable=searchable, library_size=len(invocable)
+                    ),
                     naive_prompt_tokens=_naive_prompt_tokens(goal, library),
                     shortlist_contains_target=all(t in ids and t in catalog.ids for t in wanted),
                 )

@@ -120,7 +120,8 @@ SEARCH_SKILLS = ToolSpec(
     parameters=SearchSkillsArgs.model_json_schema(),
 )
 
-SearchFn = Callable[[str], list[SkillSummary]]
+SearchFn = Callable[[str, Sequence[str]], list[SkillSummary]]
+"""``search(query, exclude)``: skills for ``query`` best first, none of the ids in ``exclude``."""
 
 
 def _kind(kind: str) -> str:
@@ -139,8 +140,9 @@ def plan_request(
     feedback: Sequence[str] = (),
     explicit: Sequence[str] = (),
     searchable: bool = False,
+    library_size: int = 0,
 ) -> list[Message]:
-    """The messages of the first plan call."""
+    """The messages of the first plan call (``library_size``: the skills a search may reach)."""
     request = render_prompt(
         "plan_request",
         goal=goal,
@@ -149,6 +151,8 @@ def plan_request(
         explicit=explicit,
         feedback=feedback,
         searchable=searchable,
+        shown=len(catalog.ids),
+        library_size=max(library_size, len(catalog.ids)),
         catalog=catalog.text,
     )
     return [
@@ -170,6 +174,7 @@ def make_plan(
     search: SearchFn | None = None,
     max_searches: int = 3,
     max_calls: int = 4,
+    library_size: int = 0,
 ) -> PlanOutcome:
     """Ask the model for a plan over ``skills`` (the shortlist, best first).
 
@@ -194,6 +199,7 @@ def make_plan(
         feedback=feedback,
         explicit=explicit,
         searchable=search is not None,
+        library_size=library_size,
     )
     outcome = PlanOutcome(
         plan=Plan(steps=[PlanStep(skill="-")]),
@@ -255,7 +261,7 @@ def _answer_tools(
                 problem = e.errors()[0]["msg"]
                 result = {"ok": False, "error": render_prompt("errors/plan_bad_arguments", problem=problem)}
             else:
-                found = search(args.query)
+                found = search(args.query, outcome.offered)
                 outcome.searches.append(args.query)
                 for s in found:
                     known.setdefault(s.id, s)

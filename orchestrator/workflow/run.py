@@ -32,7 +32,7 @@ from orchestrator.llm.interface import ChatModel
 from orchestrator.logs import get_logger
 from orchestrator.prompts import render_prompt
 from orchestrator.sandbox.backend import SandboxBackend
-from orchestrator.select.index import SkillIndex, skill_docs
+from orchestrator.select.index import SkillIndex
 from orchestrator.select.shortlist import make_shortlist, model_invocable
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.skills.models import SkillSummary
@@ -152,7 +152,7 @@ def _plan(state: GoalState, rt: Runtime, feedback: Sequence[str] = ()) -> PlanOu
     invocable = model_invocable(l1)
     index = None
     if len(invocable) > selection.shortlist_threshold:
-        index = SkillIndex.build(skill_docs(rt.library, invocable), rt.settings.cache_dir)
+        index = SkillIndex.for_library(rt.library, invocable, rt.settings.cache_dir, selection)
     shortlist = make_shortlist(
         state.request.goal, l1, index, threshold=selection.shortlist_threshold, size=selection.shortlist_size
     )
@@ -161,9 +161,9 @@ def _plan(state: GoalState, rt: Runtime, feedback: Sequence[str] = ()) -> PlanOu
     ]
     by_id = {s.id: s for s in invocable}
 
-    def search(query: str) -> list[SkillSummary]:
+    def search(query: str, exclude: Sequence[str]) -> list[SkillSummary]:
         assert index is not None
-        return [by_id[h.id] for h in index.search(query, k=8)]
+        return [by_id[h.id] for h in index.search(query, k=8, exclude=exclude) if h.id in by_id]
 
     used = state.plan_metrics.model_calls
     return make_plan(
@@ -178,6 +178,7 @@ def _plan(state: GoalState, rt: Runtime, feedback: Sequence[str] = ()) -> PlanOu
         search=search if index is not None and selection.search_tool else None,
         max_searches=selection.max_searches,
         max_calls=max(1, selection.max_plan_calls - used),
+        library_size=shortlist.library_size,
     )
 
 

@@ -110,7 +110,9 @@ def test_the_plan_prompt_stays_under_4k_tokens_with_a_thousand_skills(tmp_path):
                     body=f"Body of skill {i}.")
     write_skill(root, "lib/zebra-census", name="zebra-census", description="Count zebras in aerial photos.",
                 body="Stripes.")
-    settings = load_settings()
+    # The prompt's size does not depend on how the shortlist was ranked; lexical ranking keeps this test fast
+    # (embedding a thousand skills is measured by `bench selection`, not here).
+    settings = load_settings(selection={"semantic": False})
     model = ScriptedModel([json_response({"steps": [], "no_fit": {"reason": "test"}})])
     rt = Runtime(settings=settings, model=model, library=SkillLibrary(root))
     result = run_goal(GoalRequest(goal="count the zebras in these aerial photos"), tmp_path / "out", rt)
@@ -118,13 +120,14 @@ def test_the_plan_prompt_stays_under_4k_tokens_with_a_thousand_skills(tmp_path):
     prompt = "".join(m.content or "" for m in call.messages) + json.dumps([t.to_openai() for t in call.tools])
     assert estimate_tokens(prompt) < 4000
     assert "lib/zebra-census" in prompt and [t.name for t in call.tools] == ["search_skills"]
+    assert "out of 1001" in prompt and "call search_skills" in prompt
     assert result.suggestions[0].id == "lib/zebra-census"
 
 
 # --- search_skills ------------------------------------------------------------------------------------------------
 
 
-def _search(query: str) -> list[SkillSummary]:
+def _search(query: str, exclude=()) -> list[SkillSummary]:
     return [_summary("hidden/geo", description="Maps and coordinates.")] if "map" in query else []
 
 
@@ -139,6 +142,29 @@ def test_the_planner_may_search_past_the_shortlist_and_use_what_it_found():
     assert [s.skill for s in outcome.plan.steps] == ["hidden/geo"]
     assert outcome.searches == ["draw a map"] and "hidden/geo" in outcome.offered
     assert "hidden/geo" in (model.calls[1].messages[-1].content or "")
+
+
+def test_each_search_shows_skills_not_shown_before_so_the_planner_can_ask_for_more():
+    library = [_summary(f"hidden/map-{i}", description="Maps.") for i in range(3)]
+    seen_excludes: list[list[str]] = []
+
+    def search(query: str, exclude=()) -> list[SkillSummary]:
+        seen_excludes.append(list(exclude))
+        return [s for s in library if s.id not in exclude][:1]
+
+    model = ScriptedModel(
+        [
+            tool_call_response("search_skills", query="maps"),
+            tool_call_response("search_skills", query="maps again"),
+            json_response({"steps": [{"skill": "hidden/map-1"}]}),
+        ]
+    )
+    outcome = make_plan("a map", [_summary("a")], model, search=search, library_size=4)
+    assert seen_excludes == [["a"], ["a", "hidden/map-0"]]
+    assert outcome.offered == ["a", "hidden/map-0", "hidden/map-1"]
+    assert [s.skill for s in outcome.plan.steps] == ["hidden/map-1"]
+    first_request = model.calls[0].messages[-1].content or ""
+    assert "the 1 skills that match the goal best, out of 4" in first_request
 
 
 def test_a_skill_neither_shown_nor_found_is_refused():
@@ -207,7 +233,8 @@ def test_a_goal_no_skill_serves_ends_unmet_with_suggestions_and_no_artifact(skil
 
 def test_a_goal_matching_no_skill_word_still_reaches_the_planner_with_search(skills_root, tmp_path):
     model = ScriptedModel([json_response({"steps": [], "no_fit": "nothing"})])
-    rt = Runtime(settings=load_settings(selection={"shortlist_threshold": 5}), model=model,
+    # Words only: by meaning every goal has a closest skill (test_select_semantic covers that ranking).
+    rt = Runtime(settings=load_settings(selection={"shortlist_threshold": 5, "semantic": False}), model=model,
                  library=SkillLibrary(skills_root))
     result = run_goal(GoalRequest(goal="zzqx wvvk"), tmp_path / "out", rt)
     assert result.status == "unmet" and result.suggestions == []
