@@ -102,6 +102,7 @@ class OnnxEmbedder:
     def _load(self) -> tuple[Any, Any]:
         with self._lock:
             if self._loaded is None:
+                # Deferred: onnxruntime's native library is loaded only when a library is large enough to rank.
                 import onnxruntime as ort
                 from tokenizers import Tokenizer
 
