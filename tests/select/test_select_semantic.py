@@ -67,9 +67,8 @@ def test_the_embedder_ships_in_installed_packages_and_runs_with_no_network(tmp_p
         "v = shipped_embedder().embed(['count zebras in aerial photos', 'zebra census from the air', 'tax law'])\n"
         "print(v.shape, round(float(v[0] @ v[1]), 3), round(float(v[0] @ v[2]), 3))\n"
     )
-    proc = subprocess.run(
-        ["unshare", "--net", sys.executable, "-c", script], capture_output=True, text=True, timeout=300
-    )
+    command = ["unshare", "--net", "--map-root-user", sys.executable, "-c", script]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     shape, near, far = proc.stdout.strip().rsplit(" ", 2)
     assert shape == f"(3, {DIMENSIONS})"
