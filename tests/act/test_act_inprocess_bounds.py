@@ -89,3 +89,29 @@ def test_thumbnails_are_not_started_once_the_acts_time_budget_is_spent(write_ski
     assert [r.tool for r in result.evidence_summary if r.tool == "thumbnail"] == []
     assert not any(a.type == "thumbnail" for a in result.artifacts)
     assert time.monotonic() - started < 8
+
+
+def test_a_render_for_view_image_gets_only_what_is_left_of_the_acts_time_budget(
+    write_skill, skills_root, settings, tmp_path, sandbox_runner
+):
+    """LibreOffice takes seconds: a render started near the end of the budget is stopped with it."""
+    import base64
+    import io
+
+    from pptx import Presentation
+
+    deck = io.BytesIO()
+    Presentation().save(deck)
+    write_skill("deck", "Write a deck and look at it.")
+    model = ScriptedModel([
+        tool_call_response("write_artifact", path="deck.pptx", base64=base64.b64encode(deck.getvalue()).decode()),
+        tool_call_response("view_image", path="build/deck.pptx"),
+    ])  # no further answer: the budget ends the Act
+    started = time.monotonic()
+    result = act("deck", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out",
+                 qa_mode="off", sandbox=sandbox_runner, budgets=Budgets(time_budget_ms=2500))
+    elapsed = time.monotonic() - started
+    [view] = [r for r in result.evidence_summary if r.tool == "view_image"]
+    assert result.exit_reason == "budget_time"
+    assert view.ms < 7000, f"the render ran {view.ms} ms against a 2.5 s budget (unbounded it takes 10 s or more)"
+    assert elapsed < 15
