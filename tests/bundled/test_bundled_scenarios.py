@@ -215,7 +215,12 @@ def test_each_scenario_ends_done_with_real_files_and_runs_cheaper_the_second_tim
     CHECKS.get(scenario.stem, lambda out: None)(tmp_path / "out1")
     check_renders(tmp_path / "out1", first)
 
-    sent = [strings(json.loads(line)) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
+    requests = [json.loads(line) for line in (tmp_path / "trace.jsonl").read_text().splitlines()]
+    if any(a["path"].endswith(OFFICE) for a in first["artifacts"]):  # the semantic check saw the contact sheets
+        semantic = next(r for r in requests if r["_trace"].get("purpose") == "semantic")
+        parts = [p["type"] for m in semantic["messages"] if isinstance(m["content"], list) for p in m["content"]]
+        assert "image_url" in parts
+    sent = [strings(request) for request in requests]
     leaked = sorted({line for line in script_lines() for text in sent if line in text})
     assert leaked == []
 

@@ -168,6 +168,17 @@ def off_brand_deck(path: Path) -> Path:
     return _save(deck, path)
 
 
+def unwrapped_deck(path: Path, *, left_in: float) -> Path:
+    """python-pptx's default text box (no word wrap, grows with its text) holding a line longer than the box."""
+    deck = wide_deck()
+    slide = deck.slides.add_slide(deck.slide_layouts[6])
+    _title(slide, "Costs")
+    shape = slide.shapes.add_textbox(Inches(left_in), Inches(2), Inches(3), Inches(0.6))
+    shape.name = "Long line"
+    shape.text_frame.text = "Costs held flat at 2.9 M EUR, plus one per cent on the second quarter"
+    return _save(deck, path)
+
+
 PPTX_DEFECTS: dict[str, tuple[Callable[[Path], Path], str, str]] = {
     # name: (builder, rule, what the violation names)
     "off_slide": (off_slide_deck, "sticks out of the slide", "slide 1, shape 'Stray note'"),

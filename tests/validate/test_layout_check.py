@@ -17,6 +17,7 @@ from layout_decks import (
     narrow_column_workbook,
     off_brand_deck,
     repeated_paragraph_report,
+    unwrapped_deck,
     wide_picture_report,
 )
 
@@ -54,6 +55,15 @@ def test_each_defect_fails_the_contract_naming_slide_and_shape(out, defect):
     found = [v for v in report.violations if says in v]
     assert found, report.violations
     assert found[0].startswith(f"deck.pptx {where}"), found[0]
+
+
+def test_an_unwrapped_line_is_a_fault_only_when_it_runs_off_the_slide(out):
+    unwrapped_deck(out / "deck.pptx", left_in=0.5)  # longer than its box, drawn past it, still on the slide
+    assert check(out).pass_, check(out).violations
+    unwrapped_deck(out / "deck.pptx", left_in=9.0)
+    report = check(out)
+    assert any(v.startswith("deck.pptx slide 1, shape 'Long line'") and "unwrapped line runs" in v
+               for v in report.violations), report.violations
 
 
 def test_fonts_and_colours_outside_the_brand_are_violations_only_when_a_brand_is_given(out):

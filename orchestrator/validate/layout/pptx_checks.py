@@ -59,7 +59,10 @@ def _check_slide(deck: Deck, slide: Slide, table: FontTable, brand: Brand | None
         _check_geometry(deck, shape, here, settings, out)
         if shape.kind == "text" and shape.has_text:
             extent = _check_fit(shape, here, table, settings, out)
-            occupied.append((shape, _occupied(shape, extent)))
+            covered = _occupied(shape, extent)
+            occupied.append((shape, covered))
+            if not shape.body.wrap:
+                _check_long_line(deck, covered, here, settings, out)
         if shape.placeholder and shape.placeholder not in _OTHER_TYPES and not _filled(shape):
             out.add("empty_placeholder", here, f"the {shape.placeholder} placeholder is empty (PowerPoint shows "
                     "'Click to add' in it); fill it or delete it")
@@ -129,16 +132,22 @@ def _check_fit(shape: Shape, here: str, table: FontTable, settings: LayoutSettin
     scale = body.font_scale if body.autofit == "shrink" else 1.0
     extent = measure(shape.paras, table, width, wrap=body.wrap, scale=scale, line_reduction=body.line_reduction)
     size = max((r.size_pt for p in shape.paras for r in p.runs if r.text.strip()), default=18.0) * scale
-    tall = extent.height_pt > max(height, 0) * (1 + settings.fit_tolerance) + 1
-    wide = not body.wrap and extent.width_pt > max(width, 0) * (1 + settings.fit_tolerance) + 1
-    if tall or wide:
-        need = (f"{extent.lines} line{'s' if extent.lines != 1 else ''} need {extent.height_pt / 72:.2f} in"
-                if tall else f"its longest line needs {extent.width_pt / 72:.2f} in")
-        room = f"{max(height, 0) / 72:.2f} in high" if tall else f"{max(width, 0) / 72:.2f} in wide"
-        fits = size * min(1.0, math.sqrt(max(height, 1) / extent.height_pt) if tall else width / extent.width_pt)
-        out.add("overflow", here, f"the text does not fit its box at {size:g} pt: {need}, the box is {room}; "
-                f"shorten the text, enlarge the box or use at most {max(1, math.floor(fits))} pt")
+    if extent.height_pt > max(height, 0) * (1 + settings.fit_tolerance) + 1:
+        lines = f"{extent.lines} line{'s' if extent.lines != 1 else ''}"
+        fits = size * min(1.0, math.sqrt(max(height, 1) / extent.height_pt))
+        out.add("overflow", here, f"the text does not fit its box at {size:g} pt: {lines} need "
+                f"{extent.height_pt / 72:.2f} in, the box is {max(height, 0) / 72:.2f} in high; shorten the text, "
+                f"enlarge the box or use at most {max(1, math.floor(fits))} pt")
     return extent
+
+
+def _check_long_line(deck: Deck, covered: Box, here: str, settings: LayoutSettings, out: Collector) -> None:
+    """Unwrapped text (``wrap="none"``) is drawn past its box's sides; a fault only when it leaves the slide."""
+    slack = deck.width * settings.edge_tolerance
+    past = max(-covered[0], covered[2] - deck.width)
+    if past > slack:
+        out.add("overflow", here, f"its unwrapped line runs {_inches(past)} past the slide's edge; let the text "
+                "wrap (word wrap on) or shorten it")
 
 
 def _occupied(shape: Shape, extent: Extent) -> Box:
@@ -146,7 +155,9 @@ def _occupied(shape: Shape, extent: Extent) -> Box:
     left, top, right, bottom = _box(shape)
     ins_l, ins_t, ins_r, ins_b = shape.body.insets
     inner_l, inner_t, inner_r, inner_b = left + ins_l, top + ins_t, right - ins_r, bottom - ins_b
-    height, width = extent.height_pt * EMU_PER_PT, min(extent.width_pt * EMU_PER_PT, max(0.0, inner_r - inner_l))
+    height, width = extent.height_pt * EMU_PER_PT, extent.width_pt * EMU_PER_PT
+    if shape.body.wrap:
+        width = min(width, max(0.0, inner_r - inner_l))
     anchor = shape.body.anchor
     if anchor == "ctr":
         middle = (inner_t + inner_b) / 2
