@@ -144,6 +144,7 @@ DEFAULT_LAYOUT_RULES: dict[str, Severity] = {
     "picture_overlap": "warning",
     "small_text": "warning",
     "too_large": "warning",
+    "shrunk": "warning",
 }
 
 
@@ -162,6 +163,9 @@ class LayoutSettings(_Section):
     )
     overlap_min_share: float = Field(0.02, ge=0, le=1, description="overlap (share of the smaller box) that counts")
     edge_tolerance: float = Field(0.01, ge=0, le=0.5, description="share of the slide a shape may stick out")
+    autofit_min_scale: float = Field(
+        0.75, gt=0, le=1, description="shrink-on-overflow text that fits at this scale is a warning, not an overflow"
+    )
 
     @field_validator("rules")
     @classmethod

@@ -121,3 +121,21 @@ def test_a_workbook_whose_numbers_show_hashes_or_whose_text_is_cut_fails(out):
                for v in report.violations), report.violations
     assert any(v.startswith("cut.xlsx sheet 'Sheet', cell A1: the text 'Total revenue") for v in report.violations)
     assert not any(v.startswith("good.xlsx") for v in report.violations)
+
+
+def test_shrink_on_overflow_text_is_a_warning_until_it_would_need_to_shrink_past_the_minimum(out):
+    from pptx import Presentation
+
+    deck = Presentation()  # the template's title and body shrink their text on overflow (normAutofit)
+    slide = deck.slides.add_slide(deck.slide_layouts[1])
+    slide.shapes.title.text = "Quarterly revenue grew twelve per cent on subscriptions"
+    slide.placeholders[1].text = "Subscriptions led the growth\nCosts stayed flat"
+    crowded = deck.slides.add_slide(deck.slide_layouts[1])
+    crowded.shapes.title.text = "Everything"
+    crowded.placeholders[1].text = "\n".join(f"Point {n} with a sentence long enough to wrap once" for n in range(20))
+    deck.save(str(out / "deck.pptx"))
+    report = check(out)
+    assert any(w.startswith("deck.pptx slide 1, shape 'Title 1'") and "fits its box only shrunk" in w
+               for w in report.warnings), report.warnings
+    assert [v for v in report.violations if "does not fit" in v][0].startswith("deck.pptx slide 2, shape 'Content")
+    assert not any("slide 1" in v for v in report.violations)

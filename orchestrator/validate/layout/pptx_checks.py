@@ -132,7 +132,17 @@ def _check_fit(shape: Shape, here: str, table: FontTable, settings: LayoutSettin
     scale = body.font_scale if body.autofit == "shrink" else 1.0
     extent = measure(shape.paras, table, width, wrap=body.wrap, scale=scale, line_reduction=body.line_reduction)
     size = max((r.size_pt for p in shape.paras for r in p.runs if r.text.strip()), default=18.0) * scale
-    if extent.height_pt > max(height, 0) * (1 + settings.fit_tolerance) + 1:
+    room = max(height, 0) * (1 + settings.fit_tolerance) + 1
+    if extent.height_pt > room and body.autofit == "shrink" and not body.scale_given:
+        # "Shrink text on overflow" with no stored scale: LibreOffice shrinks it when it renders, PowerPoint
+        # when the text is next edited; only a shrink below the allowed minimum is a fault.
+        least = settings.autofit_min_scale
+        shrunk = measure(shape.paras, table, width, wrap=body.wrap, scale=least, line_reduction=0.2)
+        if shrunk.height_pt <= room:
+            out.add("shrunk", here, f"the text fits its box only shrunk below {size:g} pt (autofit); PowerPoint "
+                    "shows it overflowing until it is edited; shorten it or enlarge the box")
+            return extent
+    if extent.height_pt > room:
         lines = f"{extent.lines} line{'s' if extent.lines != 1 else ''}"
         fits = size * min(1.0, math.sqrt(max(height, 1) / extent.height_pt))
         out.add("overflow", here, f"the text does not fit its box at {size:g} pt: {lines} need "

@@ -62,6 +62,8 @@ class Body:
     wrap: bool = True
     autofit: str = "none"
     font_scale: float = 1.0
+    scale_given: bool = False
+    """The file stores the shrink PowerPoint computed (``fontScale``); without it the renderer shrinks the text."""
     line_reduction: float = 0.0
     vertical: bool = False
 
@@ -393,6 +395,7 @@ def _body(sources: list[Element | None]) -> Body:
                 body.autofit = name
                 if tag == "normAutofit":
                     body.font_scale = min(1.0, max(0.01, emu(element.get("fontScale"), 100_000) / 100_000))
+                    body.scale_given = element.get("fontScale") is not None
                     body.line_reduction = min(0.9, max(0.0, emu(element.get("lnSpcReduction"), 0) / 100_000))
                 return body
     return body
