@@ -265,6 +265,19 @@ class WorkerSettings(_Section):
     """Added to each phase's budget-derived soft time limit; the hard limit is the soft one plus this again."""
     redis_outage_s: float = Field(30.0, ge=0)
     """How long a worker's ledger calls keep retrying while Redis cannot be reached (a restart) before failing."""
+    check_model: bool = True
+    """At start, ask the configured ``openai:`` model's server for its models (a worker whose server does not
+    answer, rejects the key or does not serve the model takes no work). Off for gateways without ``GET /models``."""
+    ready_check_s: float = Field(10.0, gt=0)
+    """How often a worker that is not ready checks again (and how often every worker says it is alive)."""
+    standby_s: float = Field(60.0, ge=0)
+    """After an error of its own environment mid-phase (model unreachable, key rejected, engine down, image
+    missing) a worker takes no work for at least this long, then its checks decide: the phase went to others."""
+
+    @property
+    def stalled_after_s(self) -> float:
+        """A running job whose heartbeat is older than this is shown ``stalled`` (three missed beats)."""
+        return 3 * self.heartbeat_s
 
     @property
     def sweep_every_s(self) -> float:

@@ -16,8 +16,10 @@ name, ``openai:NAME``) or ``SMOKE_MODEL=inprocess`` (``scripted:PATH``, a scenar
 from __future__ import annotations
 
 import base64
+import html
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -45,6 +47,7 @@ GOALS = [
     ("brand-deck", "Make a 5-slide deck on Q3 results that follows our brand guidelines", ["brand.json", "deck.pptx"]),
 ]
 WAIT_S = 900
+FAILING_GOAL = "Give me our brand rules as a machine-readable brand.json"
 
 
 class SmokeFailure(Exception):
@@ -132,6 +135,11 @@ def goal_lines(run_id: str, mode: str) -> list[dict[str, Any]]:
     return lines
 
 
+def failing_line(run_id: str) -> dict[str, Any]:
+    """A goal whose model the scripted server does not serve: the job must end failed, and Flower must say so."""
+    return {"goal": FAILING_GOAL, "model": "openai:no-such-scenario", "job_id": f"{run_id}-fails"}
+
+
 def check_jobs(
     env: dict[str, str], lines: list[dict[str, Any]], summary: dict[str, Any], output_root: Path
 ) -> list[str]:
@@ -197,7 +205,7 @@ def check_flower_api(base: str, auth: str, job_ids: list[str]) -> tuple[list[str
     if missing := [n for n in TASK_NAMES if n not in names]:
         problems.append(f"Flower lists no {missing} task (names seen: {sorted(map(str, names))})")
     for job_id in job_ids:
-        mine = [t for t in tasks.values() if job_id in json.dumps([t.get("args"), t.get("kwargs")])]
+        mine = [t for t in tasks.values() if names_job(t, job_id)]
         if not mine:
             problems.append(f"Flower lists no task whose arguments name job {job_id}")
         elif bad := [t for t in mine if t.get("state") != "SUCCESS"]:
@@ -205,6 +213,25 @@ def check_flower_api(base: str, auth: str, job_ids: list[str]) -> tuple[list[str
                 f"job {job_id}: Flower shows tasks not in SUCCESS: {[(t['name'], t['state']) for t in bad]}"
             )
     return problems, tasks
+
+
+def names_job(task: dict[str, Any], job_id: str) -> bool:
+    """The task's readable arguments (``job=ID step=N skill=S``) name this job."""
+    return re.search(rf"job={re.escape(job_id)}(\s|$)", str(task.get("args"))) is not None
+
+
+def check_flower_failure(tasks: dict[str, Any], failed_job: str, reason: str) -> tuple[list[str], str]:
+    """The failed job's last phase is a FAILURE whose exception carries the job's reason."""
+    mine = [(uuid, t) for uuid, t in tasks.items() if names_job(t, failed_job)]
+    failures = [(uuid, t) for uuid, t in mine if t.get("state") == "FAILURE"]
+    if len(failures) != 1:
+        return [f"failed job {failed_job}: Flower shows {[(t['name'], t['state']) for _, t in mine]}, "
+                f"not one FAILURE"], ""
+    uuid, task = failures[0]
+    if reason[:80] not in str(task.get("exception")):
+        return [f"failed job {failed_job}: its FAILURE's exception {str(task.get('exception'))[:300]!r} does not "
+                f"carry the job's reason {reason[:200]!r}"], uuid
+    return [], uuid
 
 
 def dump_dom(chromium: str, url: str) -> str:
@@ -242,6 +269,11 @@ def check_flower_page(chromium: str, base: str, auth: str, tasks: dict[str, Any]
     }
     if absent := [uuid for uuid in mine if uuid not in dom]:
         problems.append(f"Flower's tasks page in Chromium lacks {len(absent)} of the batch's {len(mine)} tasks")
+    # the list's own columns say which job, phase, step and skill each row is, and how the job ended
+    if absent := [j for j in job_ids if not re.search(rf"job={re.escape(j)}(\s|<|$)", dom)]:
+        problems.append(f"Flower's tasks list shows no job=… argument for {absent} (tasks_columns without args?)")
+    if "skill=" not in dom or "job_state" not in dom:
+        problems.append("Flower's tasks list shows no skill= argument or job_state result")
     acts = [(uuid, t) for uuid, t in mine.items() if t.get("name") == "orchestrator.act"]
     if acts:
         uuid, task = acts[0]
@@ -249,6 +281,29 @@ def check_flower_page(chromium: str, base: str, auth: str, tasks: dict[str, Any]
         job = next(j for j in job_ids if j in json.dumps([task.get("args"), task.get("kwargs")]))
         if f"job={job}" not in page or "skill=" not in page:
             problems.append(f"Flower's page of task {uuid} does not show its arguments as job=... step=... skill=...")
+        if "progress" not in page or "act.started" not in page:
+            problems.append(f"Flower's page of task {uuid} shows no progress lines in its result")
+    return problems
+
+
+def check_flower_failed_pages(chromium: str, base: str, auth: str, uuid: str, reason: str, failed: int) -> list[str]:
+    """A failed task's page shows FAILURE and the reason; the Workers page's Failed column counts failed jobs."""
+    credentials_base = base.replace("http://", f"http://{auth}@", 1)
+    problems = []
+    page = dump_dom(chromium, f"{credentials_base}/task/{uuid}")
+    if "FAILURE" not in page or html.escape(reason[:80], quote=False) not in page:
+        problems.append(f"Flower's page of failed task {uuid} does not show FAILURE with the job's reason")
+    workers = dump_dom(chromium, f"{credentials_base}/workers")
+    table = workers[workers.find('id="workers-table"'):]
+    body = table[table.find("<tbody"):table.find("</tbody>")]
+    counted = 0
+    for row in re.findall(r"<tr[^>]*>(.*?)</tr>", body, flags=re.S):
+        cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", row, flags=re.S)]
+        if len(cells) >= 5 and cells[4].replace(",", "").isdigit():
+            counted += int(cells[4].replace(",", ""))
+    if counted != failed:
+        problems.append(f"Flower's Workers page counts {counted} failed tasks; the ledger has {failed} failed job(s) "
+                        f"(its table: {re.sub(r'<[^>]+>', ' ', body)[:600]!r})")
     return problems
 
 
@@ -294,8 +349,9 @@ def main() -> int:
         if problems := check_redis_auth(redis_port, password):
             raise SmokeFailure("; ".join(problems))
         lines = goal_lines(run_id, mode)
+        failing = failing_line(run_id)
         goals = workdir / "goals.jsonl"
-        goals.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+        goals.write_text("".join(json.dumps(line) + "\n" for line in [*lines, failing]), encoding="utf-8")
         submitted = time.monotonic()
         summary = json.loads(
             run(
@@ -308,15 +364,23 @@ def main() -> int:
         say(f"batch of {len(lines)} goals finished in {time.monotonic() - submitted:.1f} s")
         job_ids = [line["job_id"] for line in lines]
         problems = check_jobs(env, lines, summary, output_root)
+        failed = next((j for j in summary.get("jobs") or [] if j["job_id"] == failing["job_id"]), {})
+        if failed.get("state") != "failed" or not failed.get("reason"):
+            problems.append(f"job {failing['job_id']} did not end failed with a reason: {failed}")
         api_problems, tasks = check_flower_api(base, auth, job_ids)
         problems += api_problems
+        failure_problems, failed_uuid = check_flower_failure(tasks, failing["job_id"], str(failed.get("reason")))
+        problems += failure_problems
         problems += check_flower_page(chromium, base, auth, tasks, job_ids)
+        if failed_uuid:
+            problems += check_flower_failed_pages(chromium, base, auth, failed_uuid, str(failed.get("reason")), 1)
         if problems:
             raise SmokeFailure("; ".join(problems))
         elapsed = time.monotonic() - started
         print(
-            f"compose smoke: PASS ({len(lines)} jobs done with their artifacts, Flower lists {len(tasks)} tasks "
-            f"in its API and its tasks page, {' '.join(compose)}, model {mode}) in {elapsed:.0f} s",
+            f"compose smoke: PASS ({len(lines)} jobs done with their artifacts and one failed, Flower lists "
+            f"{len(tasks)} tasks in its API and its tasks page, the failure as FAILURE with its reason and in the "
+            f"Workers page's count, {' '.join(compose)}, model {mode}) in {elapsed:.0f} s",
             flush=True,
         )
         return 0

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.cli import bench, cache, compose, jobs, llm, run, sandbox, skills, validate
+from orchestrator.cli import bench, cache, compose, jobs, llm, run, sandbox, skills, submit, validate
 from orchestrator.cli.common import CliState
 from orchestrator.logs import LEVELS, check_level
 
@@ -67,8 +67,12 @@ app.command("run", help="Run a goal end to end (Plan -> Act -> Reflect) in this 
 app.command("validate", help="Validate an output folder: contract rules, then (with --model) semantics.")(
     validate.validate_cmd
 )
-app.command("submit", help="Queue goals (JSONL, one per line) for the workers; --wait for the results.")(jobs.submit)
-app.command("jobs", help="The job ledger: states, attempts, workers, artifacts, traces.")(jobs.jobs)
+app.command("submit", help="Queue goals (JSONL, one per line) for the workers; --wait for the results.")(
+    submit.submit
+)
+app.command(
+    "jobs", help="The job ledger: states, attempts, workers, artifacts, traces; cancel, re-run, download, batches."
+)(jobs.jobs)
 app.command("worker", help="Run a Celery worker for the Plan/Act/Reflect tasks.")(jobs.worker)
 app.command("scripted-llm", help="Serve a scripted scenario (or a recording) as an OpenAI-compatible endpoint.")(
     llm.scripted_llm

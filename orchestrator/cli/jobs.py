@@ -1,164 +1,26 @@
-"""CLI of the distributed mode: ``submit`` goals, watch them with ``jobs``, run a ``worker``."""
+"""The distributed mode: watch and control jobs with ``jobs``, run a ``worker`` (``submit`` lives in submit.py)."""
 
 from __future__ import annotations
 
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Annotated, Any
 
-import redis
 import typer
-from rich.console import Console
 from rich.live import Live
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from orchestrator.cli.common import emit_json, fail, plain, state
+from orchestrator.cli.common import emit_json, fail, state
+from orchestrator.cli.job_control import cancel_job, download_job, rerun_job
+from orchestrator.cli.ledger_access import console, literal, open_ledger
+from orchestrator.cli.submit import COLOURS
 from orchestrator.config import Settings
 from orchestrator.errors import ConfigError, OrchestratorError
-from orchestrator.logs import mask_secrets
-from orchestrator.worker.ledger import Ledger
-from orchestrator.worker.submit import submit_lines
-from orchestrator.workflow.run import new_job_id
-
-TERMINAL = ("done", "unmet", "failed")
-
-
-def _ledger(settings: Settings) -> Any:
-    ledger = Ledger.from_url(settings.broker_url)
-    try:
-        ledger.r.ping()
-    except redis.RedisError as e:
-        raise ConfigError(
-            f"cannot reach Redis at {settings.broker_url}: {e}",
-            where="broker",
-            next_step="start Redis or set ORCH_BROKER_URL to a reachable one",
-        ) from e
-    return ledger
-
-
-def submit(
-    ctx: typer.Context,
-    source: Annotated[str, typer.Argument(help="A JSONL file of goal lines, or - for stdin.")],
-    wait: Annotated[bool, typer.Option("--wait", help="Wait until every queued job ends; show a summary.")] = False,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
-    timeout: Annotated[float, typer.Option("--timeout", help="With --wait: give up after this many seconds.")] = 0,
-) -> None:
-    # Deferred: the Celery app is built when its module is imported (from ORCH_CONFIG), so it loads only in
-    # the commands that talk to the broker, after the settings are known.
-    from orchestrator.worker.celery_app import create_app
-    from orchestrator.worker.dispatch import send_phase
-
-    try:
-        settings = state(ctx).settings()
-        lines = _read_lines(source)
-        ledger = _ledger(settings)
-        producer = create_app(settings)
-        report = submit_lines(
-            lines,
-            settings,
-            ledger,
-            lambda record, phase: send_phase(producer, settings, record, phase),
-            new_job_id=new_job_id,
-        )
-    except OrchestratorError as e:
-        fail(e, as_json=as_json, code=2)
-    err = Console(stderr=True, soft_wrap=True)
-    for r in report.rejected:
-        err.print(Text(f"line {r.line} rejected", style="red") + _text(f": {r.reason}"), highlight=False)
-    if not as_json:
-        for a in report.accepted:
-            note = " (already submitted: not queued again)" if a.duplicate else ""
-            err.print(_text(f"line {a.line} → job {a.job_id}{note}"), highlight=False)
-    code = report.exit_code
-    payload: dict[str, Any] = report.model_dump(mode="json")
-    if wait and report.accepted:
-        ids = list(dict.fromkeys(a.job_id for a in report.accepted))
-        records = _wait(ledger, ids, timeout, show=not as_json and sys.stderr.isatty())
-        payload["jobs"] = [_summary(r) for r in records]
-        if any(r.state != "done" for r in records):
-            code = 1
-        if not as_json:
-            _summary_table(records)
-    if as_json:
-        emit_json(payload)
-    raise typer.Exit(code)
-
-
-def _read_lines(source: str) -> list[str]:
-    if source == "-":
-        return sys.stdin.read().splitlines()
-    path = Path(source)
-    try:
-        return path.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(
-            f"cannot read goals file {source}: {e}", where="cli", next_step="pass a JSONL file or -"
-        ) from e
-
-
-def _wait(ledger: Any, ids: list[str], timeout: float, *, show: bool) -> list[Any]:
-    deadline = time.monotonic() + timeout if timeout > 0 else None
-    progress = Progress(
-        TextColumn("{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        console=Console(stderr=True),
-        disable=not show,
-    )
-    with progress:
-        bar = progress.add_task("jobs", total=len(ids))
-        while True:
-            records = [ledger.get(i) for i in ids]
-            ended = sum(1 for r in records if r is not None and r.state in TERMINAL)
-            states: dict[str, int] = {}
-            for r in records:
-                if r is not None:
-                    states[r.state] = states.get(r.state, 0) + 1
-            progress.update(bar, completed=ended, description=" ".join(f"{k} {v}" for k, v in sorted(states.items())))
-            if ended == len(ids) or (deadline is not None and time.monotonic() > deadline):
-                return [r for r in records if r is not None]
-            time.sleep(0.5)
-
-
-def _summary(record: Any) -> dict[str, Any]:
-    end = record.finished_at or time.time()
-    return {
-        "job_id": record.job_id,
-        "state": record.state,
-        "attempts": record.attempts,
-        "step": record.step,
-        "worker": record.worker,
-        "artifacts": [a.get("path") for a in record.artifacts],
-        "seconds": round(end - record.submitted_at, 2),
-        "reason": record.reason,
-        "goal": record.goal,
-    }
-
-
-def _summary_table(records: list[Any]) -> None:
-    table = Table(title="jobs")
-    for col in ("job", "state", "attempts", "artifacts", "time"):
-        table.add_column(col)
-    colours = {"done": "green", "unmet": "yellow", "failed": "red"}
-    for r in records:
-        s = _summary(r)
-        table.add_row(
-            _text(r.job_id),
-            Text(r.state, style=colours.get(r.state, "white")),
-            str(r.attempts),
-            _text(", ".join(map(str, s["artifacts"])) or "-"),
-            f"{s['seconds']:.1f} s",
-        )
-    console = Console(soft_wrap=True)
-    console.print(table)
-    counts = {k: sum(1 for r in records if r.state == k) for k in TERMINAL}
-    console.print(" ".join(f"{k}: {v}" for k, v in counts.items()), highlight=False)
+from orchestrator.worker.ledger import JobRecord, Ledger, batch_ids
+from orchestrator.worker.views import SHOWN_STATES, batch_report, no_worker_note, shown_state, summary
 
 
 def jobs(
@@ -168,57 +30,171 @@ def jobs(
     watch: Annotated[bool, typer.Option("--watch", help="Refresh every second until Ctrl-C.")] = False,
     trace: Annotated[bool, typer.Option("--trace", help="With ID: print the job's span tree.")] = False,
     limit: Annotated[int, typer.Option("--limit", min=1, help="How many recent jobs to list.")] = 50,
+    state_filter: Annotated[
+        str | None, typer.Option("--state", help=f"Only jobs in this state ({', '.join(SHOWN_STATES)}).")
+    ] = None,
+    batch: Annotated[str | None, typer.Option("--batch", help="The jobs of one submit batch, with a summary.")] = None,
+    report: Annotated[
+        Path | None, typer.Option("--report", help="With --batch: write a self-contained HTML report (timeline).")
+    ] = None,
+    cancel: Annotated[bool, typer.Option("--cancel", help="With ID: cancel the job (its files are kept).")] = False,
+    rerun: Annotated[
+        bool, typer.Option("--rerun", help="With ID: run a failed, unmet or cancelled job again.")
+    ] = False,
+    download: Annotated[
+        Path | None, typer.Option("--download", help="With ID: fetch the job's files and evidence into DIR.")
+    ] = None,
 ) -> None:
     try:
         settings = state(ctx).settings()
-        ledger = _ledger(settings)
+        ledger = open_ledger(settings)
+        _check_options(job_id, state_filter, batch, report, cancel, rerun, download, trace)
         if job_id is not None and ledger.get(job_id) is None:
             raise ConfigError(f"no job {job_id!r} in the ledger", where="jobs", next_step="list jobs with `jobs`")
+        if batch is not None and not batch_ids(ledger, batch):
+            raise ConfigError(f"no batch {batch!r} in the ledger", where="jobs",
+                              next_step="submit prints its batch id; or list jobs with `jobs`")
     except OrchestratorError as e:
         fail(e, as_json=as_json, code=2)
+    if job_id is not None and (cancel or rerun or download is not None):
+        if cancel:
+            raise typer.Exit(cancel_job(ledger, settings, job_id, as_json=as_json))
+        if rerun:
+            raise typer.Exit(rerun_job(ledger, settings, job_id, as_json=as_json))
+        assert download is not None
+        raise typer.Exit(download_job(ledger, settings, job_id, download, as_json=as_json))
     if trace:
-        if job_id is None:
-            raise typer.BadParameter("--trace needs a job id")
+        assert job_id is not None
         _print_trace(ledger, job_id, as_json=as_json)
         return
+    if batch is not None:
+        _show_batch(ledger, settings, batch, report, as_json=as_json)
+        return
     if watch and not as_json:
-        _watch(ledger, job_id, limit)
+        _watch(ledger, settings, job_id, limit, state_filter)
         return
     if job_id is not None:
         record = ledger.get(job_id)
+        assert record is not None
         if as_json:
-            emit_json(record)
+            emit_json(_record_json(ledger, settings, record))
         else:
-            _print_record(record)
+            _print_record(ledger, settings, record)
         return
-    records = ledger.all(limit=limit)
+    records = _listing(ledger, settings, limit, state_filter)
+    note = no_worker_note(ledger)
     if as_json:
-        emit_json([_summary(r) for r in records])
-    else:
-        Console(soft_wrap=True).print(_jobs_table(records))
+        emit_json([summary(r, settings, note=note) for r in records])
+        return
+    out = console()
+    out.print(_jobs_table(records, settings, title=_title(records, state_filter)))
+    if note and any(r.state == "queued" for r in records):
+        out.print(literal(f"queued jobs wait: {note}"), style="yellow", highlight=False)
 
 
-def _jobs_table(records: list[Any]) -> Table:
-    table = Table(title=f"{len(records)} jobs (newest first)")
-    for col in ("job", "state", "step", "attempts", "worker", "heartbeat", "goal"):
+def _check_options(
+    job_id: str | None, state_filter: str | None, batch: str | None, report: Path | None,
+    cancel: bool, rerun: bool, download: Path | None, trace: bool,
+) -> None:
+    if state_filter is not None and state_filter not in SHOWN_STATES:
+        raise ConfigError(f"--state {state_filter!r}: expected one of {', '.join(SHOWN_STATES)}", where="cli")
+    needs_id = [name for name, on in (("--cancel", cancel), ("--rerun", rerun), ("--download", download is not None),
+                                      ("--trace", trace)) if on]
+    if needs_id and job_id is None:
+        raise ConfigError(f"{needs_id[0]} needs a job id: jobs ID {needs_id[0]}", where="cli")
+    if len(needs_id) > 1:
+        raise ConfigError(f"one of {', '.join(needs_id)} at a time", where="cli")
+    if report is not None and batch is None:
+        raise ConfigError("--report needs --batch B: jobs --batch B --report FILE.html", where="cli")
+
+
+def _title(records: list[JobRecord], state_filter: str | None) -> str:
+    return f"{len(records)} {state_filter + ' ' if state_filter else ''}jobs (newest first)"
+
+
+def _listing(ledger: Ledger, settings: Settings, limit: int, state_filter: str | None) -> list[JobRecord]:
+    if state_filter is None:
+        return ledger.all(limit=limit)
+    found = []
+    for job_id in ledger.job_ids():
+        record = ledger.get(job_id)
+        if record is not None and shown_state(record, settings)[0] == state_filter:
+            found.append(record)
+            if len(found) >= limit:
+                break
+    return found
+
+
+def _record_json(ledger: Ledger, settings: Settings, record: JobRecord) -> dict[str, Any]:
+    shown = summary(record, settings, note=no_worker_note(ledger) if record.state == "queued" else None)
+    data = record.model_dump(mode="json")
+    data.update(
+        state=shown["state"],
+        ledger_state=record.state,
+        out_dir=shown["out_dir"],
+        evidence_path=shown["evidence_path"],
+        earlier_runs=[summary(r, settings) for r in ledger.earlier_runs(record.job_id, record.run)],
+    )
+    for key in ("stalled_since", "note"):
+        if key in shown:
+            data[key] = shown[key]
+    return data
+
+
+def _show_batch(ledger: Ledger, settings: Settings, batch: str, report: Path | None, *, as_json: bool) -> None:
+    records = [r for i in batch_ids(ledger, batch) if (r := ledger.get(i)) is not None]
+    facts = batch_report(records, settings)
+    if report is not None:
+        # Deferred: plotly is loaded only when a report is asked for.
+        from orchestrator.cli.batch_report import write_report
+
+        write_report(report, batch, records, facts, settings)
+    if as_json:
+        emit_json({"batch": batch, **facts, "report": str(report) if report else None,
+                   "jobs": [summary(r, settings) for r in records]})
+        return
+    out = console()
+    out.print(_jobs_table(records, settings, title=f"batch {batch}: {len(records)} jobs"))
+    counts = facts["counts"]
+    out.print(literal("states: " + ", ".join(f"{k} {v}" for k, v in counts.items())), highlight=False)
+    d = facts["durations"]
+    if d["ended"]:
+        out.print(literal(f"durations of {d['ended']} ended jobs: min {d['min_s']} s, median {d['median_s']} s, "
+                          f"max {d['max_s']} s; batch wall time {d.get('wall_s')} s"), highlight=False)
+    for f in facts["failures"]:
+        out.print(Text(f"{f['job_id']} {f['state']}", style=COLOURS.get(f["state"], "white"))
+                  + literal(f": {f['reason'] or '-'}"), highlight=False)
+    if report is not None:
+        out.print(literal(f"report: {report}"), highlight=False)
+
+
+def _jobs_table(records: list[JobRecord], settings: Settings, *, title: str) -> Table:
+    table = Table(title=title)
+    for col in ("job", "state", "step", "attempts", "worker", "heartbeat", "goal", "reason"):
         table.add_column(col, overflow="fold")
     now = time.time()
     for r in records:
+        shown, since = shown_state(r, settings, now)
         step = f"{r.step + 1}/{r.steps_total} {r.skill or ''}" if r.step is not None and r.steps_total else "-"
         beat = f"{now - r.heartbeat:.0f} s ago" if r.heartbeat and r.running else "-"
-        cells = (r.job_id, r.state, step, str(r.attempts), r.worker or "-", beat, r.goal[:60])
-        table.add_row(*(_text(cell) for cell in cells))
+        if since is not None:
+            shown = f"stalled since {time.strftime('%H:%M:%S', time.localtime(since))}"
+        cells = (r.job_id, shown, step, str(r.attempts), r.worker or "-", beat, r.goal[:60], r.reason or "-")
+        row = [literal(cell) for cell in cells]
+        row[1].stylize(COLOURS.get(shown.split(" ")[0], ""))
+        table.add_row(*row)
     return table
 
 
-def _watch(ledger: Any, job_id: str | None, limit: int) -> None:
+def _watch(ledger: Ledger, settings: Settings, job_id: str | None, limit: int, state_filter: str | None) -> None:
     def render() -> Any:
         if job_id is None:
-            return _jobs_table(ledger.all(limit=limit))
-        return _jobs_table([r for r in [ledger.get(job_id)] if r is not None])
+            records = _listing(ledger, settings, limit, state_filter)
+            return _jobs_table(records, settings, title=_title(records, state_filter))
+        return _jobs_table([r for r in [ledger.get(job_id)] if r is not None], settings, title=job_id)
 
     try:
-        with Live(render(), console=Console(), refresh_per_second=2) as live:
+        with Live(render(), console=console(), refresh_per_second=2) as live:
             while True:
                 time.sleep(1)
                 live.update(render())
@@ -226,41 +202,45 @@ def _watch(ledger: Any, job_id: str | None, limit: int) -> None:
         pass
 
 
-def _text(value: object) -> Text:
-    """A goal, a reason or a file name as the worker stored it: shown literally (no markup, control characters
-    escaped, secrets masked), on one line."""
-    return Text(plain(mask_secrets(str(value))).replace("\n", "\\n"))
-
-
-def _print_record(record: Any) -> None:
-    console = Console(soft_wrap=True)
-    console.print(Text(record.job_id, style="bold") + _text(f" {record.state} — {record.goal}"), highlight=False)
-    console.print(
-        _text(f"attempts {record.attempts}, worker {record.worker or '-'}, plan {' → '.join(record.plan) or '-'}"),
+def _print_record(ledger: Ledger, settings: Settings, record: JobRecord) -> None:
+    out = console()
+    facts = summary(record, settings, note=no_worker_note(ledger) if record.state == "queued" else None)
+    shown = facts["state"]
+    out.print(Text(record.job_id, style="bold") + literal(f" {shown} — {record.goal}"), highlight=False)
+    out.print(
+        literal(f"attempts {record.attempts}, worker {record.worker or '-'}, plan {' → '.join(record.plan) or '-'}, "
+                f"batch {record.batch or '-'}, run {record.run}"),
         highlight=False,
     )
+    if "note" in facts:
+        out.print(literal(f"note: {facts['note']}"), style="yellow", highlight=False)
     if record.reason:
-        console.print(_text(f"reason: {record.reason}"), highlight=False)
+        out.print(literal(f"reason: {record.reason}"), highlight=False)
+    out.print(literal(f"output folder: {facts['out_dir']}"), highlight=False)
+    out.print(literal(f"evidence: {facts['evidence_path'] or '- (written when the job ends)'}"), highlight=False)
     for a in record.artifacts:
-        console.print(_text(f"  {a.get('path')}  {a.get('size')} bytes  sha256:{str(a.get('sha256'))[:12]}"),
-                      highlight=False)
+        partial = "  (partial)" if a.get("partial") else ""
+        out.print(literal(f"  {a.get('path')}  {a.get('size')} bytes  sha256:{str(a.get('sha256'))[:12]}{partial}"),
+                  highlight=False)
     for v in record.skills.loaded:
-        console.print(_text(f"  skill {v.id} sha256:{v.sha256[:12]}"), highlight=False)
+        out.print(literal(f"  skill {v.id} sha256:{v.sha256[:12]}"), highlight=False)
     for h in record.history:
-        console.print(
-            _text(f"  {h['phase']:<8} attempt {h['attempt']} on {h['worker']}: "
-                  f"{h['end'] - h['start']:.2f} s → {h['outcome']}"),
+        out.print(
+            literal(f"  {h['phase']:<8} attempt {h['attempt']} on {h['worker']}: "
+                    f"{h['end'] - h['start']:.2f} s → {h['outcome']}"),
             highlight=False,
         )
     result = record.result or {}
     if result.get("answer"):
-        console.print(_text(f"answer: {result['answer']}"), highlight=False)
+        out.print(literal(f"answer: {result['answer']}"), highlight=False)
     for s in result.get("scores") or []:
-        console.print(_text(f"  {s.get('score')}  {s.get('point')} — {s.get('reason')}"), highlight=False)
+        out.print(literal(f"  {s.get('score')}  {s.get('point')} — {s.get('reason')}"), highlight=False)
     if result.get("score") is not None:
-        console.print(_text(f"score: {result['score']}"), highlight=False)
+        out.print(literal(f"score: {result['score']}"), highlight=False)
+    for earlier in ledger.earlier_runs(record.job_id, record.run):
+        out.print(literal(f"  earlier run {earlier.run}: {earlier.state} — {earlier.reason or '-'}"), highlight=False)
     if record.trace_id:
-        console.print(f"trace {record.trace_id} (jobs {record.job_id} --trace)", highlight=False)
+        out.print(f"trace {record.trace_id} (jobs {record.job_id} --trace)", highlight=False)
 
 
 def _print_trace(ledger: Any, job_id: str, *, as_json: bool) -> None:
@@ -287,7 +267,7 @@ def _print_trace(ledger: Any, job_id: str, *, as_json: bool) -> None:
 
     for root in children.get(None, []):
         add(tree, root)
-    Console(soft_wrap=True).print(tree, highlight=False)
+    console().print(tree, highlight=False)
 
 
 def worker(
@@ -307,9 +287,12 @@ def worker(
     except OrchestratorError as e:
         fail(e, as_json=False, code=2)
     # Deferred: the Celery app reads ORCH_CONFIG (set just above) when its module is imported.
-    from orchestrator.worker.celery_app import QUEUE, app
+    from orchestrator.worker.celery_app import app
+    from orchestrator.worker.tasks import STANDBY_QUEUE
 
-    argv = ["worker", f"--loglevel={loglevel}", "-Q", QUEUE]
+    # The worker starts on a queue nobody sends to; it adds the orchestrator's queue once its checks pass
+    # (Docker engine, sandbox image, model server, skills folder: orchestrator/worker/readiness.py).
+    argv = ["worker", f"--loglevel={loglevel}", "-Q", STANDBY_QUEUE]
     if concurrency is not None:
         argv.append(f"--concurrency={concurrency}")
     if hostname:

@@ -26,7 +26,6 @@ import redis
 import yaml
 from pydantic import BaseModel
 
-from orchestrator.config import load_settings
 from orchestrator.errors import ConfigError
 from orchestrator.worker.ledger import TERMINAL, JobRecord, Ledger
 
@@ -93,6 +92,7 @@ def _one_run(
             ORCH_SKILLS_DIR=str(skills.resolve()),
             ORCH_SCENARIO_DIRS=json.dumps([str(scenario.resolve().parent)]),
             ORCH_LOG_LEVEL="WARNING",
+            ORCH_WORKER__CHECK_MODEL="false",  # goal lines name their scripted model
         )
         with _workers(root, workers, env, url):
             ledger = Ledger.from_url(url)
@@ -180,9 +180,6 @@ def _redis(folder: Path) -> Iterator[str]:
 
 @contextlib.contextmanager
 def _workers(root: Path, count: int, env: dict[str, str], url: str) -> Iterator[None]:
-    # Deferred: the Celery app is built when its module is imported; the bench sets its environment first.
-    from orchestrator.worker.celery_app import create_app
-
     procs = []
     try:
         for i in range(count):
@@ -194,11 +191,12 @@ def _workers(root: Path, count: int, env: dict[str, str], url: str) -> Iterator[
                     env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                 )
             )
-        app = create_app(load_settings(broker_url=url))
         deadline = time.monotonic() + 120
-        while len(app.control.ping(timeout=1.0) or []) < count:
+        ledger = Ledger.from_url(url)
+        while sum(1 for w in ledger.workers() if w.get("ready")) < count:  # ready: consuming the queue
             if time.monotonic() > deadline:
-                raise ConfigError("bench: the workers did not start in 120 s", where="bench")
+                raise ConfigError("bench: the workers were not ready in 120 s", where="bench")
+            time.sleep(0.5)
         yield
     finally:
         for p in procs:

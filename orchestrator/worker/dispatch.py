@@ -6,13 +6,14 @@ from typing import Any
 
 from orchestrator.config import Settings
 from orchestrator.worker.celery_app import phase_task
-from orchestrator.worker.ledger import JobRecord
+from orchestrator.worker.ledger import JobRecord, Ledger
 from orchestrator.worker.limits import hard_limit_s, soft_limit_s
 from orchestrator.worker.phases import job_settings
 
 
-def send_phase(celery_app: Any, settings: Settings, record: JobRecord, phase: str) -> None:
-    """Queue ``phase`` of a job, with time limits from its budgets and readable arguments for Flower."""
+def send_phase(celery_app: Any, settings: Settings, record: JobRecord, phase: str) -> str:
+    """Queue ``phase`` of a job, with time limits from its budgets and readable arguments for Flower; returns the
+    task's id."""
     name, kwargs = phase_task(phase)
     limits_settings = job_settings(settings, record.request)
     steps = len(record.plan) or 1
@@ -21,7 +22,7 @@ def send_phase(celery_app: Any, settings: Settings, record: JobRecord, phase: st
     if "step" in kwargs:
         skill = record.plan[kwargs["step"]] if kwargs["step"] < len(record.plan) else "?"
         shown += f" step={kwargs['step']} skill={skill}"
-    celery_app.send_task(
+    sent = celery_app.send_task(
         name,
         args=[record.job_id],
         kwargs=kwargs,
@@ -30,5 +31,11 @@ def send_phase(celery_app: Any, settings: Settings, record: JobRecord, phase: st
         soft_time_limit=soft_limit_s(limits_settings, kind, steps),
         time_limit=hard_limit_s(limits_settings, kind, steps),
     )
+    return str(sent.id)
 
 
+
+
+def enqueue_phase(celery_app: Any, settings: Settings, ledger: Ledger, record: JobRecord, phase: str) -> None:
+    """Send ``phase`` and remember its task id in the ledger (``jobs ID --cancel`` revokes it)."""
+    ledger.update(record.job_id, task_id=send_phase(celery_app, settings, record, phase))

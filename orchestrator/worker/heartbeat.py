@@ -7,6 +7,8 @@ about ``stale_after_s`` instead: a running job's heartbeat stops, a live worker'
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
 import time
 from collections.abc import Callable
@@ -22,7 +24,9 @@ log = get_logger("orchestrator.worker")
 class Heartbeat:
     """While a phase runs: renew the lease and write the heartbeat every ``interval_s``."""
 
-    def __init__(self, ledger: Ledger, job_id: str, token: str, *, interval_s: float, lease_s: float) -> None:
+    def __init__(
+        self, ledger: Ledger, job_id: str, token: str, *, interval_s: float, lease_s: float, interrupt: bool = False
+    ) -> None:
         self._ledger = ledger
         self._job_id = job_id
         self._token = token
@@ -32,6 +36,8 @@ class Heartbeat:
         self.lost = False
         """True once the lease passed to another worker (this run's results will be dropped)."""
         self._thread = threading.Thread(target=self._run, name=f"heartbeat:{job_id}", daemon=True)
+        # Only a phase in the main thread can be interrupted (by the soft limit's signal, see limits.py).
+        self._interrupt = interrupt and threading.current_thread() is threading.main_thread()
 
     def __enter__(self) -> Heartbeat:
         self._thread.start()
@@ -49,6 +55,8 @@ class Heartbeat:
                 if not self._ledger.renew(self._job_id, self._token, self._lease_s):
                     self.lost = True
                     log.warning("heartbeat.lease_lost", job=self._job_id)
+                    if self._interrupt and not self._stop.is_set() and hasattr(signal, "SIGUSR1"):
+                        os.kill(os.getpid(), signal.SIGUSR1)
                     return
             except Exception as e:  # noqa: BLE001 - Redis may be restarting; the next beat tries again
                 log.warning("heartbeat.failed", job=self._job_id, error=str(e))

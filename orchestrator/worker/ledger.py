@@ -21,10 +21,13 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 from redis.typing import EncodableT, FieldT
 
-JobState = Literal["queued", "planning", "acting", "reflecting", "done", "unmet", "failed"]
-TERMINAL: frozenset[str] = frozenset({"done", "unmet", "failed"})
+JobState = Literal["queued", "planning", "acting", "reflecting", "done", "unmet", "failed", "cancelled"]
+"""What the ledger stores. ``stalled`` is never stored: it is how a running job whose heartbeat stopped is shown."""
+TERMINAL: frozenset[str] = frozenset({"done", "unmet", "failed", "cancelled"})
+RERUNNABLE: frozenset[str] = frozenset({"failed", "unmet", "cancelled"})
 PREFIX = "orch"
 RUNNING = f"{PREFIX}:running"
+WORKER_PREFIX = f"{PREFIX}:worker:"
 
 
 def job_key(job_id: str) -> str:
@@ -82,6 +85,14 @@ class JobRecord(BaseModel):
     """The job's output folder, relative to the output root."""
     history: list[dict[str, Any]] = Field(default_factory=list)
     """Phase runs in order: ``{"phase", "worker", "attempt", "start", "end", "outcome"}``."""
+    batch: str | None = None
+    """The ``submit`` that queued the job (``submit --batch B``, or an id made up per submit)."""
+    run: int = 1
+    """1 for the first run; each explicit re-run (``jobs ID --rerun``, ``submit --rerun``) adds one."""
+    task_id: str | None = None
+    """The Celery task id of the phase sent last (``jobs ID --cancel`` revokes it)."""
+    stack: str = ""
+    """The ledger's identity (``Ledger.stack_id``): evidence folders carry it, so two ledgers never share one."""
 
 
 _CREATE = """
@@ -98,12 +109,15 @@ local job = KEYS[1]
 if redis.call('EXISTS', job) == 0 then return {'missing', 0} end
 local nxt = cjson.decode(redis.call('HGET', job, 'next'))
 local st = cjson.decode(redis.call('HGET', job, 'state'))
-if nxt ~= ARGV[1] or st == 'done' or st == 'unmet' or st == 'failed' then return {'stale', 0} end
+if nxt ~= ARGV[1] or st == 'done' or st == 'unmet' or st == 'failed' or st == 'cancelled' then
+  return {'stale', 0}
+end
 if redis.call('EXISTS', KEYS[2]) == 1 then return {'busy', 0} end
 local attempts = tonumber(redis.call('HGET', job, 'attempts') or '0')
 local running = cjson.decode(redis.call('HGET', job, 'running') or 'false')
-if attempts == 0 or running then attempts = attempts + 1 end
-redis.call('HSET', job, 'attempts', attempts)
+local given = cjson.decode(redis.call('HGET', job, 'given_back') or 'false')
+if attempts == 0 or running or given then attempts = attempts + 1 end
+redis.call('HSET', job, 'attempts', attempts, 'given_back', 'false')
 if attempts > tonumber(ARGV[6]) then
   redis.call('SREM', KEYS[3], ARGV[8])
   redis.call('HSET', job, 'state', '"failed"', 'running', 'false', 'next', '"end"', 'finished_at', ARGV[5],
@@ -121,6 +135,7 @@ return {'ok', attempts}
 # ARGV: token, lease_ms, now
 _RENEW = """
 if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end
+if redis.call('HGET', KEYS[1], 'state') == '"cancelled"' then return 0 end
 redis.call('PEXPIRE', KEYS[2], ARGV[2])
 redis.call('HSET', KEYS[1], 'heartbeat', ARGV[3])
 return 1
@@ -167,9 +182,63 @@ return {'requeue', nxt, attempts}
 # Only the lease holder saves; saving the same thing twice (a retry after a lost reply) changes nothing.
 _COMMIT = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+if redis.call('HGET', KEYS[3], 'state') == '"cancelled"' then return 0 end
 if ARGV[2] ~= '' then redis.call('SET', KEYS[2], ARGV[2]) end
 if #ARGV > 2 then redis.call('HSET', KEYS[3], unpack(ARGV, 3)) end
 return 1
+"""
+
+
+# KEYS: job, lease, running set. ARGV: token, now, max_attempts, why, job id. A worker whose own environment failed
+# (model server, key, engine, image) hands the phase back: the next worker's attempt counts; at the cap it fails.
+_GIVE_BACK = """
+local job = KEYS[1]
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 'lost' end
+redis.call('DEL', KEYS[2])
+redis.call('SREM', KEYS[3], ARGV[5])
+if redis.call('HGET', job, 'state') == '"cancelled"' then
+  redis.call('HSET', job, 'running', 'false')
+  return 'lost'
+end
+local attempts = tonumber(redis.call('HGET', job, 'attempts') or '0')
+if attempts >= tonumber(ARGV[3]) then
+  redis.call('HSET', job, 'state', '"failed"', 'running', 'false', 'next', '"end"', 'finished_at', ARGV[2],
+    'reason', cjson.encode('no worker could run it: ' .. ARGV[4] .. ' (' .. attempts .. ' attempts)'))
+  return 'exhausted'
+end
+redis.call('HSET', job, 'state', '"queued"', 'running', 'false', 'given_back', 'true',
+  'reason', cjson.encode('waiting for another worker: ' .. ARGV[4]))
+return 'queued'
+"""
+
+# KEYS: job. ARGV: now, reason. Returns {outcome, previous state}. Only the job's record changes (a producer's
+# Redis user reaches no lease): the worker running a phase sees the state at its next heartbeat and stops.
+_CANCEL = """
+local job = KEYS[1]
+if redis.call('EXISTS', job) == 0 then return {'missing', ''} end
+local st = cjson.decode(redis.call('HGET', job, 'state'))
+if st == 'done' or st == 'unmet' or st == 'failed' or st == 'cancelled' then return {'ended', st} end
+redis.call('HSET', job, 'state', '"cancelled"', 'next', '"end"', 'running', 'false', 'finished_at', ARGV[1],
+  'reason', cjson.encode(ARGV[2]))
+return {'cancelled', st}
+"""
+
+# KEYS: job, history, archive hash, archive history, jobs index. ARGV: now, then field/value pairs of the fresh
+# record. The finished run's record and history are kept under the archive keys. The checkpoint is left alone: the
+# plan phase starts without one and its commit replaces it.
+_RERUN = """
+local job = KEYS[1]
+if redis.call('EXISTS', job) == 0 then return {'missing', ''} end
+local st = cjson.decode(redis.call('HGET', job, 'state'))
+if st ~= 'failed' and st ~= 'unmet' and st ~= 'cancelled' then return {'refused', st} end
+local old = redis.call('HGETALL', job)
+redis.call('DEL', KEYS[3])
+redis.call('HSET', KEYS[3], unpack(old))
+redis.call('DEL', KEYS[4])
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('RENAME', KEYS[2], KEYS[4]) end
+redis.call('HSET', job, unpack(ARGV, 2))
+redis.call('ZADD', KEYS[5], ARGV[1], cjson.decode(redis.call('HGET', job, 'job_id')))
+return {'queued', st}
 """
 
 
@@ -188,6 +257,9 @@ class Ledger:
         self._release = client.register_script(_RELEASE)
         self._takeover = client.register_script(_TAKEOVER)
         self._commit = client.register_script(_COMMIT)
+        self._cancel = client.register_script(_CANCEL)
+        self._give_back = client.register_script(_GIVE_BACK)
+        self._rerun = client.register_script(_RERUN)
 
     @classmethod
     def from_url(cls, url: str, *, outage_s: float = 0) -> Ledger:
@@ -296,6 +368,72 @@ class Ledger:
         )
         return outcome.decode(), nxt.decode(), int(attempts)
 
+    def give_back(self, job_id: str, token: str, *, why: str, max_attempts: int) -> str:
+        """Hand a phase back after an error of this worker's environment: ``queued`` (send it again), ``exhausted``
+        (the job just failed: no worker could run it) or ``lost`` (the lease had passed on)."""
+        keys = [job_key(job_id), f"{PREFIX}:lease:{job_id}", RUNNING]
+        return _text(self._give_back(keys=keys, args=[token, time.time(), max_attempts, why, job_id]))
+
+    # -- producer control ---------------------------------------------------------------------------------------
+
+    def cancel(self, job_id: str, *, reason: str = "cancelled by the producer") -> tuple[str, str]:
+        """``(outcome, previous_state)``: ``cancelled``, ``ended`` (already over: nothing changed) or ``missing``.
+
+        A worker running a phase of it finds it cancelled at its next heartbeat and stops; its results are not
+        saved (a commit of a cancelled job is refused)."""
+        outcome, previous = self._cancel(keys=[job_key(job_id)], args=[time.time(), reason])
+        return _text(outcome), _text(previous)
+
+    def rerun(self, record: JobRecord) -> tuple[str, str]:
+        """Start ``record`` (a fresh run of an ended job: same id, ``run`` + 1) if the stored job ended ``failed``,
+        ``unmet`` or ``cancelled``; the earlier run's record and history stay readable (:meth:`earlier_runs`).
+        ``(outcome, previous_state)``: ``queued``, ``refused`` or ``missing``."""
+        fields = _encode(record.model_dump(mode="json", exclude={"history"}))
+        argv: list[Any] = [record.submitted_at]
+        for k, v in fields.items():
+            argv += [k, v]
+        earlier = record.run - 1
+        keys = [
+            job_key(record.job_id),
+            f"{PREFIX}:history:{record.job_id}",
+            f"{PREFIX}:run:{record.job_id}:{earlier}",
+            f"{PREFIX}:history:{record.job_id}:{earlier}",
+            f"{PREFIX}:jobs",
+        ]
+        outcome, previous = self._rerun(keys=keys, args=argv)
+        return _text(outcome), _text(previous)
+
+    def earlier_runs(self, job_id: str, current: int) -> list[JobRecord]:
+        """The archived records of runs before ``current``, oldest first."""
+        runs = []
+        for n in range(1, current):
+            raw = self.r.hgetall(f"{PREFIX}:run:{job_id}:{n}")
+            if raw:
+                data = {_text(k): json.loads(v) for k, v in raw.items()}
+                history = [json.loads(x) for x in self.r.lrange(f"{PREFIX}:history:{job_id}:{n}", 0, -1)]
+                runs.append(JobRecord.model_validate({**data, "history": history}))
+        return runs
+
+    def stack_id(self) -> str:
+        """This ledger's identity, made once (first caller wins) and kept in Redis."""
+        self.r.set(f"{PREFIX}:stack", secrets.token_hex(6), nx=True)
+        return _text(self.r.get(f"{PREFIX}:stack"))
+
+    # -- workers present ---------------------------------------------------------------------------------------
+
+    def announce_worker(self, name: str, info: dict[str, Any], *, ttl_s: float) -> None:
+        """Say that worker ``name`` is alive (and ready or not, with what is missing) for the next ``ttl_s``."""
+        self.r.set(WORKER_PREFIX + name, json.dumps({"name": name, "seen": time.time(), **info}), px=int(ttl_s * 1000))
+
+    def withdraw_worker(self, name: str) -> None:
+        self.r.delete(WORKER_PREFIX + name)
+
+    def workers(self) -> list[dict[str, Any]]:
+        """Workers announced recently (each ``{"name", "seen", "ready", "queues", "missing", …}``)."""
+        keys = sorted(self.r.scan_iter(match=WORKER_PREFIX + "*", count=500))
+        values = self.r.mget(keys) if keys else []
+        return [json.loads(v) for v in values if v]
+
     # -- spans ------------------------------------------------------------------------------------------------
 
     def add_span(self, trace_id: str, span: dict[str, Any]) -> None:
@@ -313,6 +451,15 @@ def _encode(fields: dict[str, Any]) -> dict[FieldT, EncodableT]:
 def _text(value: object) -> str:
     """A Redis reply item as text (this client does not decode responses)."""
     return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def batch_ids(ledger: Ledger, batch: str) -> list[str]:
+    """The job ids of one batch, in submission order."""
+    return [_text(i) for i in ledger.r.zrange(f"{PREFIX}:batch:{batch}", 0, -1)]
+
+
+def add_to_batch(ledger: Ledger, batch: str, job_id: str, at: float) -> None:
+    ledger.r.zadd(f"{PREFIX}:batch:{batch}", {job_id: at}, nx=True)
 
 
 def states_count(records: Iterable[JobRecord]) -> dict[str, int]:

@@ -9,6 +9,7 @@ trace, the clean-up. A Reflect that re-plans queues the new plan's first act ins
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import tempfile
@@ -41,6 +42,7 @@ from orchestrator.worker.heartbeat import Heartbeat
 from orchestrator.worker.inputs import InputRef, materialise
 from orchestrator.worker.ledger import JobRecord, LeaseLost, Ledger, SkillVersion
 from orchestrator.worker.limits import SoftLimitReached, soft_limit_interrupts
+from orchestrator.worker.readiness import is_environment_error
 from orchestrator.worker.staging import StagedSandbox
 from orchestrator.worker.submit import MB, BudgetOverrides
 from orchestrator.worker.tenancy import (
@@ -65,6 +67,14 @@ class PhaseBusy(Exception):
     """Another worker holds the job's lease right now: try this task again shortly."""
 
 
+class WorkerUnfit(Exception):
+    """An error of this worker's own environment (readiness.is_environment_error): not the job's fault."""
+
+    def __init__(self, error: OrchestratorError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
 @dataclass
 class PhaseContext:
     settings: Settings
@@ -73,6 +83,8 @@ class PhaseContext:
     enqueue: Enqueue
     on_event: EventSink = lambda name, data: None
     kill_containers: Callable[[str], int] = lambda job_id: 0
+    standby: Callable[[str], None] = lambda why: None
+    """Stop this worker taking work until its readiness checks pass again."""
 
 
 @dataclass
@@ -109,13 +121,18 @@ def run_phase(pc: PhaseContext, job_id: str, phase: str) -> str:
         pc.kill_containers(job_id)  # what an earlier attempt left behind
     started = time.time()
     entry = {"phase": phase, "worker": pc.worker, "attempt": attempt, "start": started}
-    with Heartbeat(pc.ledger, job_id, token, interval_s=w.heartbeat_s, lease_s=w.stale_after_s):
-        done = _run_traced(pc, record, phase, attempt)
+    # A lease lost mid-phase (the job cancelled, or taken over) interrupts the phase: its work would be dropped.
+    try:
+        with Heartbeat(pc.ledger, job_id, token, interval_s=w.heartbeat_s, lease_s=w.stale_after_s, interrupt=True):
+            done = _run_traced(pc, record, phase, attempt)
+    except WorkerUnfit as e:
+        return _give_back(pc, record, phase, token, entry, e.error)
     done.fields["timings"] = {**record.timings, **done.fields.get("timings", {}), phase: time.time() - started}
     try:
         pc.ledger.commit_phase(job_id, token, done.checkpoint, next=done.next, **done.fields)
     except LeaseLost:
         log.warning("phase.lease_lost", job=job_id, phase=phase)
+        pc.ledger.release(job_id, token)  # still ours when the job was cancelled: let a re-run start at once
         pc.ledger.add_history(job_id, {**entry, "end": time.time(), "outcome": "lease_lost"})
         return "lease_lost"
     pc.ledger.add_history(job_id, {**entry, "end": time.time(), "outcome": done.next})
@@ -125,6 +142,25 @@ def run_phase(pc: PhaseContext, job_id: str, phase: str) -> str:
     if done.next == "end":
         job_ended(pc, job_id)
     return "ok"
+
+
+def _give_back(
+    pc: PhaseContext, record: JobRecord, phase: str, token: str, entry: dict[str, Any], error: OrchestratorError
+) -> str:
+    """This worker cannot run phases (its model server, key, engine or image): the phase goes back to the queue
+    for another worker and this one stands by; the job fails only at the attempts cap."""
+    pc.kill_containers(record.job_id)
+    why = mask_value(f"worker {pc.worker} could not run {phase}: {error.message}")
+    log.warning("phase.given_back", job=record.job_id, phase=phase, error=why)
+    pc.standby(why)
+    outcome = pc.ledger.give_back(record.job_id, token, why=why, max_attempts=pc.settings.worker.max_attempts)
+    pc.ledger.add_history(record.job_id, {**entry, "end": time.time(), "outcome": f"given_back:{outcome}",
+                                          "reason": why})
+    if outcome == "queued":
+        pc.enqueue(pc.ledger.get(record.job_id) or record, phase)
+    elif outcome == "exhausted":
+        job_ended(pc, record.job_id)
+    return "given_back" if outcome == "queued" else outcome
 
 
 def _run_traced(pc: PhaseContext, record: JobRecord, phase: str, attempt: int) -> _Outcome:
@@ -141,9 +177,11 @@ def _run_traced(pc: PhaseContext, record: JobRecord, phase: str, attempt: int) -
             return _failed(pc, record, phase, WorkflowError(why, where=phase, next_step="raise the budgets"))
         except OrchestratorError as e:
             span.set_attribute("orch.error", e.message)
+            if is_environment_error(e):
+                raise WorkerUnfit(e) from e
             return _failed(pc, record, phase, e)
-        except redis.RedisError:
-            raise  # the ledger is unreachable: the sweep retries the phase once Redis is back
+        except (redis.RedisError, WorkerUnfit):
+            raise  # the ledger is unreachable (the sweep retries once Redis is back), or this worker is unfit
         except Exception as e:  # a bug must end the job with its reason, not look like a dead worker three times
             log.exception("phase.crashed", job=record.job_id, phase=phase)
             span.set_attribute("orch.error", repr(e))
@@ -171,7 +209,10 @@ def _run(pc: PhaseContext, record: JobRecord, phase: str, attempt: int) -> _Outc
             constraints=req.get("constraints", []),
             job_id=record.job_id,
         )
-        state = start_goal(request, job_out_dir(pc.settings, record), settings)
+        out_dir = job_out_dir(pc.settings, record)
+        claim_output(pc.settings, out_dir, record)
+        state = start_goal(request, out_dir, settings)
+        _write_owner(pc.settings, out_dir, record)
         cursor = 0
     else:
         if checkpoint is None:
@@ -227,6 +268,8 @@ def _run(pc: PhaseContext, record: JobRecord, phase: str, attempt: int) -> _Outc
             "scripts": record.timings.get("scripts", 0.0) + max(0.0, _scripts_s(state) - scripts_before),
         }
         new_cursor = rt_model_cursor(rt, cursor)
+        if timer.unfit is not None:  # the Act turned it into a failed step: it was this worker's model server
+            raise WorkerUnfit(timer.unfit)
     out = _Outcome({"state": state.model_dump(mode="json"), "model_cursor": new_cursor}, nxt, fields, result)
     if result is not None:
         _finish(pc, record, out, result)
@@ -243,7 +286,7 @@ def _received_inputs(pc: PhaseContext, record: JobRecord) -> list[Path]:
 
 def _finish(pc: PhaseContext, record: JobRecord, out: _Outcome, result: GoalResult) -> None:
     result.metrics.duration_ms = int((time.time() - (record.started_at or record.submitted_at)) * 1000)
-    result.evidence_path = _save_evidence(result, pc.settings.cache_dir)
+    result.evidence_path = _save_evidence(result, evidence_dir(pc.settings, record))
     data = mask_value(result.model_dump(mode="json", by_alias=True))
     out.fields.update(
         state=result.status,
@@ -285,6 +328,69 @@ def job_ended(pc: PhaseContext, job_id: str) -> None:
     pc.on_event("job.ended", {"job": job_id, "state": record.state})
 
 
+def mark_cancelled(pc: PhaseContext, job_id: str) -> None:
+    """A cancelled job's files stay where they are, listed in the ledger and its evidence as partial."""
+    record = pc.ledger.get(job_id)
+    if record is None or record.state != "cancelled" or record.result is not None:
+        return
+    folder = job_out_dir(pc.settings, record)
+    artifacts = [
+        {"path": p.relative_to(folder).as_posix(), "size": p.stat().st_size, "sha256": _file_hash(p), "partial": True}
+        for p in sorted(folder.rglob("*")) if p.is_file() and not p.is_symlink()
+    ] if folder.is_dir() else []
+    result: dict[str, Any] = {
+        "job_id": job_id,
+        "goal": record.goal,
+        "status": "cancelled",
+        "artifacts": artifacts,
+        "out_dir": str(folder),
+        "error": {"where": "cancel", "message": record.reason or "cancelled", "next_step": "jobs ID --rerun"},
+    }
+    target = evidence_dir(pc.settings, record)
+    result["evidence_path"] = _write_private(target, json.dumps(mask_value(result), indent=2))
+    pc.ledger.update(job_id, result=mask_value(result), artifacts=artifacts)
+
+
+def _file_hash(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+OWNERS_DIR = ".orchestrator/owners"
+"""Under the output root: which ledger and job own each job folder (``<out>.json``), so two stacks sharing an
+output root never write into each other's folders. Kept beside the folders, not in them: those hold only results."""
+
+
+def _owner_file(settings: Settings, folder: Path) -> Path:
+    root = settings.output_root.resolve()
+    return root / OWNERS_DIR / f"{folder.relative_to(root).as_posix()}.json"
+
+
+def claim_output(settings: Settings, folder: Path, record: JobRecord) -> None:
+    """Refuse an output folder that a job of another ledger wrote (same job id or ``out``, another stack)."""
+    try:
+        owner = json.loads(_owner_file(settings, folder).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    theirs = str(owner.get("ledger", "")) if isinstance(owner, dict) else ""
+    if theirs and theirs != (record.stack or "local"):
+        raise WorkflowError(
+            f"output folder {folder} belongs to job {owner.get('job_id')!r} of another ledger ({theirs}); "
+            f"this ledger is {record.stack or 'local'}",
+            where="output",
+            next_step="give each stack its own output root (ORCH_OUTPUT_ROOT), or another job id or out",
+        )
+
+
+def _write_owner(settings: Settings, folder: Path, record: JobRecord) -> None:
+    path = _owner_file(settings, folder)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps({"ledger": record.stack or "local", "job_id": record.job_id}), encoding="utf-8")
+
+
 def job_settings(settings: Settings, request: dict[str, Any]) -> Settings:
     """The deployment's settings with the goal line's budgets applied, checked again against the ceilings."""
     budgets = BudgetOverrides.model_validate(request.get("budgets") or {})
@@ -304,6 +410,8 @@ class _Timer:
 
     def __init__(self) -> None:
         self.model_s = 0.0
+        self.unfit: OrchestratorError | None = None
+        """A model error of this worker's environment (server unreachable, key rejected) met during the phase."""
 
 
 def _scripts_s(state: GoalState) -> float:
@@ -325,6 +433,10 @@ class _TimedModel:
         with tracer().start_as_current_span("model", attributes={"orch.purpose": str(kwargs.get("purpose", ""))}):
             try:
                 return self._model.complete(messages, **kwargs)
+            except OrchestratorError as e:
+                if is_environment_error(e):
+                    self._timer.unfit = e
+                raise
             finally:
                 self._timer.model_s += time.perf_counter() - started
 
@@ -438,13 +550,21 @@ def _versions(library: Any, skill_ids: list[str]) -> list[SkillVersion]:
     return out
 
 
-def _save_evidence(result: GoalResult, cache_dir: Path) -> str:
+def evidence_dir(settings: Settings, record: JobRecord) -> Path:
+    """``<cache>/jobs/<stack>/<job id>/run-<n>``: a re-run keeps the earlier runs' evidence, and two ledgers sharing
+    a cache folder never write over each other's."""
+    return settings.cache_dir / "jobs" / (record.stack or "local") / record.job_id / f"run-{record.run}"
+
+
+def _save_evidence(result: GoalResult, folder: Path) -> str:
     """The masked evidence file, as ``run`` writes it: folder ``0700``, file ``0600`` (written whole, then renamed)."""
-    folder = cache_dir / "jobs" / result.job_id
+    return _write_private(folder, json.dumps(mask_value(result.model_dump(mode="json", by_alias=True)), indent=2))
+
+
+def _write_private(folder: Path, text: str) -> str:
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     folder.chmod(0o700)
     path = folder / "result.json"
-    text = json.dumps(mask_value(result.model_dump(mode="json", by_alias=True)), indent=2)
     fd, temp = tempfile.mkstemp(dir=folder, prefix=".result-", suffix=".part")  # created 0600
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

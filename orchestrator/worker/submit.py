@@ -10,6 +10,8 @@ scenario path is made absolute (a test and demo facility: workers must see the s
 from __future__ import annotations
 
 import json
+import re
+import secrets
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -24,7 +26,7 @@ from orchestrator.llm.scenario import load_scenario, scenario_inputs
 from orchestrator.tracing import new_ids
 from orchestrator.worker.blobs import BlobStore
 from orchestrator.worker.inputs import InputRef, gather_inputs
-from orchestrator.worker.ledger import JobRecord, Ledger
+from orchestrator.worker.ledger import RERUNNABLE, JobRecord, Ledger, add_to_batch
 from orchestrator.worker.limits import hard_limit_s, visibility_timeout_s
 from orchestrator.worker.tenancy import (
     DEFAULT_LIBRARY,
@@ -111,10 +113,16 @@ class Accepted(BaseModel):
     line: int
     job_id: str
     duplicate: bool = False
-    """The job id was submitted before with this very line: nothing new was queued (a job id runs once)."""
+    """The job id was submitted before with this very line: nothing new was queued (a job id runs once unless
+    re-run explicitly)."""
+    rerun: bool = False
+    """``submit --rerun``: the job had ended failed, unmet or cancelled and runs again (its earlier runs kept)."""
+    state: str | None = None
+    """For a duplicate: the state of the job already there."""
 
 
 class SubmitReport(BaseModel):
+    batch: str = ""
     accepted: list[Accepted] = []
     rejected: list[Rejected] = []
 
@@ -125,6 +133,11 @@ class SubmitReport(BaseModel):
 
 Enqueue = Callable[[JobRecord, str], None]
 """``enqueue(record, phase)`` sends the phase's task."""
+BATCH_PATTERN = JOB_ID_PATTERN
+
+
+def new_batch_id() -> str:
+    return "b" + time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
 
 
 def parse_lines(lines: Iterable[str], settings: Settings) -> tuple[list[Checked], list[Rejected]]:
@@ -209,46 +222,87 @@ def submit_lines(
     enqueue: Enqueue,
     *,
     new_job_id: Callable[[], str],
+    batch: str | None = None,
+    rerun: bool = False,
 ) -> SubmitReport:
-    """Queue every good line; rejected lines are reported with their numbers and reasons.
+    """Queue every good line under one batch id; rejected lines are reported with their numbers and reasons.
 
     A line's inputs are stored in Redis (by sha256, with an expiry) before its job exists. A job id that exists
-    already is a duplicate when the stored request is this very one, and rejected otherwise.
+    already is a duplicate when the stored request is this very one, and rejected otherwise; with ``rerun``, a
+    job that ended ``failed``, ``unmet`` or ``cancelled`` runs again as the line now says, its earlier run kept.
     """
+    if batch is not None and not re.match(BATCH_PATTERN, batch):
+        raise ConfigError(f"batch id {batch!r}: letters, digits, '.', '_' and '-' only, at most 100")
     good, rejected = parse_lines(lines, settings)
-    report = SubmitReport(rejected=rejected)
+    report = SubmitReport(batch=batch or new_batch_id(), rejected=rejected)
     caps = settings.job_inputs
     blobs = BlobStore(ledger.r, max_bytes=int(caps.file_max_mb * MB), ttl_s=caps.ttl_s)
+    stack = ledger.stack_id()
     for checked in good:
         job_id = checked.request.job_id or new_job_id()
         request = checked.request.model_copy(update={"job_id": job_id})
         for data in checked.blobs:
             blobs.put(data)
-        trace_id, span_id = new_ids()
-        record = JobRecord(
-            job_id=job_id,
-            goal=request.goal,
-            submitted_at=time.time(),
-            trace_id=trace_id,
-            span_id=span_id,
-            request=request.model_dump(mode="json"),
-            out=job_id,
-        )
+        record = new_record(job_id, request.goal, request.model_dump(mode="json"), batch=report.batch, stack=stack)
         if ledger.create(record):
+            add_to_batch(ledger, report.batch, job_id, record.submitted_at)
             enqueue(record, "plan")
             report.accepted.append(Accepted(line=checked.line, job_id=job_id))
             continue
         existing = ledger.get(job_id)
+        state: str | None = existing.state if existing else None
+        if rerun and existing is not None and existing.state in RERUNNABLE:
+            fresh = next_run(existing, request=record.request, batch=report.batch)
+            outcome, state = ledger.rerun(fresh)
+            if outcome == "queued":
+                add_to_batch(ledger, report.batch, job_id, fresh.submitted_at)
+                enqueue(fresh, "plan")
+                report.accepted.append(Accepted(line=checked.line, job_id=job_id, rerun=True))
+                continue
         if existing is not None and existing.request == record.request:
-            report.accepted.append(Accepted(line=checked.line, job_id=job_id, duplicate=True))
+            report.accepted.append(Accepted(line=checked.line, job_id=job_id, duplicate=True, state=state))
         else:
+            hint = " or submit --rerun once it ended failed, unmet or cancelled" if not rerun else ""
             report.rejected.append(Rejected(
                 line=checked.line,
                 reason=f"job_id: {job_id} exists with a different goal line (a job id runs one goal line once; "
-                "choose another id)",
+                f"choose another id{hint})",
             ))
     report.rejected.sort(key=lambda r: r.line)
     return report
+
+
+def new_record(job_id: str, goal: str, request: dict[str, Any], *, batch: str | None, stack: str) -> JobRecord:
+    trace_id, span_id = new_ids()
+    return JobRecord(
+        job_id=job_id,
+        goal=goal,
+        submitted_at=time.time(),
+        trace_id=trace_id,
+        span_id=span_id,
+        request=request,
+        out=job_id,
+        batch=batch,
+        stack=stack,
+    )
+
+
+def next_run(record: JobRecord, *, request: dict[str, Any] | None = None, batch: str | None = None) -> JobRecord:
+    """A fresh record for running an ended job again: same id, ``run`` + 1, nothing of the earlier run's state."""
+    request = request if request is not None else dict(record.request)
+    trace_id, span_id = new_ids()
+    return JobRecord(
+        job_id=record.job_id,
+        goal=str(request.get("goal") or record.goal),
+        submitted_at=time.time(),
+        trace_id=trace_id,
+        span_id=span_id,
+        request=request,
+        out=record.out,
+        batch=batch or record.batch,
+        stack=record.stack,
+        run=record.run + 1,
+    )
 
 
 def request_of(record: JobRecord) -> dict[str, Any]:

@@ -6,9 +6,11 @@ skip a finished phase, wait for a lease, take over a dead worker's job) are the 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
+import time
 from typing import Any
 
 import redis
@@ -16,15 +18,17 @@ from celery import Task
 from celery.signals import setup_logging, worker_process_init, worker_ready, worker_shutdown
 
 from orchestrator.config import Settings
-from orchestrator.logs import configure_logging, get_logger
+from orchestrator.logs import configure_logging, get_logger, mask_secrets
 from orchestrator.sandbox.engine import connect
 from orchestrator.sandbox.reaper import remove_job_resources
 from orchestrator.tracing import configure_tracing
-from orchestrator.worker.celery_app import app
-from orchestrator.worker.dispatch import send_phase
+from orchestrator.worker.celery_app import QUEUE, app
+from orchestrator.worker.dispatch import enqueue_phase
+from orchestrator.worker.export import export_files
 from orchestrator.worker.heartbeat import Sweeper
-from orchestrator.worker.ledger import Ledger
-from orchestrator.worker.phases import PhaseBusy, PhaseContext, job_ended, run_phase
+from orchestrator.worker.ledger import TERMINAL, Ledger
+from orchestrator.worker.phases import PhaseBusy, PhaseContext, job_ended, mark_cancelled, run_phase
+from orchestrator.worker.readiness import missing
 
 log = get_logger("orchestrator.worker")
 BUSY_RETRY_S = 2.0
@@ -33,6 +37,15 @@ _RESERVED_EVENT_FIELDS = frozenset(
 )
 _process: dict[str, Any] = {}
 _process_lock = threading.Lock()
+MAX_PROGRESS_SHOWN = 40
+STANDBY_QUEUE = "orchestrator.standby"
+"""The queue a worker starts on: nothing is ever sent there, so it takes no work until ready."""
+RECHECK_PREFIX = "orch:recheck:"
+
+
+class JobFailed(Exception):
+    """The phase ended its job ``failed``: raised so Celery (and Flower) record the task as a ``FAILURE`` whose
+    error is the job's reason, instead of a success."""
 
 
 def settings_of(celery_app: Any) -> Settings:
@@ -63,11 +76,14 @@ def _ledger() -> Ledger:
         return ledger
 
 
-def _context(task: Task) -> PhaseContext:
+def _context(task: Task, progress: list[str]) -> PhaseContext:
     settings = settings_of(app)
     ledger = _ledger()
 
     def on_event(name: str, data: dict[str, Any]) -> None:
+        # Flower shows custom events only as a passing state: the phase's result lists them too (the task's page).
+        if len(progress) < MAX_PROGRESS_SHOWN:
+            progress.append(_progress_line(name, data))
         # Flower merges event fields into its task object: keep clear of the names it uses itself.
         fields = {(f"orch_{k}" if k in _RESERVED_EVENT_FIELDS else k): v for k, v in data.items()}
         try:
@@ -79,15 +95,24 @@ def _context(task: Task) -> PhaseContext:
         settings=settings,
         ledger=ledger,
         worker=f"{task.request.hostname or socket.gethostname()}:{os.getpid()}",
-        enqueue=lambda record, phase: send_phase(app, settings, record, phase),
+        enqueue=lambda record, phase: enqueue_phase(app, settings, ledger, record, phase),
         on_event=on_event,
         kill_containers=lambda job_id: kill_job_containers(settings, job_id),
+        standby=lambda why: go_standby(task.request.hostname or socket.gethostname(), ledger, why),
     )
 
 
-def _phase(task: Task, job_id: str, phase: str) -> dict[str, str]:
+def _progress_line(name: str, data: dict[str, Any]) -> str:
+    shown = " ".join(f"{k}={str(v)[:120]}" for k, v in data.items() if k not in ("job", "goal"))
+    return mask_secrets(f"{name} {shown}".strip())
+
+
+def _phase(task: Task, job_id: str, phase: str) -> dict[str, Any]:
+    ledger = _ledger()
+    before = ledger.get(job_id)
+    progress: list[str] = []
     try:
-        outcome = run_phase(_context(task), job_id, phase)
+        outcome = run_phase(_context(task, progress), job_id, phase)
     except PhaseBusy as e:
         raise task.retry(countdown=BUSY_RETRY_S, max_retries=None) from e
     except redis.RedisError as e:
@@ -96,25 +121,51 @@ def _phase(task: Task, job_id: str, phase: str) -> dict[str, str]:
         # the copy finds the phase done and does nothing.
         log.warning("phase.redis_error", job=job_id, phase=phase, error=str(e))
         raise task.retry(countdown=BUSY_RETRY_S, max_retries=None) from e
-    return {"job_id": job_id, "phase": phase, "outcome": outcome}
+    result: dict[str, Any] = {"job_id": job_id, "phase": phase, "outcome": outcome, "progress": progress}
+    after = ledger.get(job_id)
+    if after is not None and after.state == "cancelled" and after.result is None:
+        mark_cancelled(_context(task, progress), job_id)
+        result["job_state"] = "cancelled"
+    ended_here = (
+        outcome in ("ok", "exhausted")
+        and after is not None
+        and after.state in TERMINAL
+        and (before is None or before.state not in TERMINAL)
+    )
+    if ended_here and after is not None:
+        if after.state == "failed":
+            raise JobFailed(f"job {job_id} failed: {after.reason or 'no reason recorded'}")
+        result["job_state"] = after.state  # done, unmet or cancelled: the last phase says how the job ended
+        if after.state == "unmet":
+            result["unmet"] = list((after.result or {}).get("unmet") or [])[:20]
+    return result
 
 
-@app.task(name="orchestrator.plan", bind=True)
-def plan_task(self: Task, job_id: str) -> dict[str, str]:
+@app.task(name="orchestrator.plan", bind=True, throws=(JobFailed,))
+def plan_task(self: Task, job_id: str) -> dict[str, Any]:
     """Choose the skills for the goal (the L1 catalog), then queue the first act."""
     return _phase(self, job_id, "plan")
 
 
-@app.task(name="orchestrator.act", bind=True)
-def act_task(self: Task, job_id: str, step: int) -> dict[str, str]:
+@app.task(name="orchestrator.act", bind=True, throws=(JobFailed,))
+def act_task(self: Task, job_id: str, step: int) -> dict[str, Any]:
     """Run one plan step's skill; queue the next step, or reflect after the last."""
     return _phase(self, job_id, f"act:{step}")
 
 
-@app.task(name="orchestrator.reflect", bind=True)
-def reflect_task(self: Task, job_id: str) -> dict[str, str]:
+@app.task(name="orchestrator.reflect", bind=True, throws=(JobFailed,))
+def reflect_task(self: Task, job_id: str) -> dict[str, Any]:
     """Retry unmet steps once; queue a re-plan's steps (then Reflect again), or validate and judge: the job ends."""
     return _phase(self, job_id, "reflect")
+
+
+@app.task(name="orchestrator.export", bind=True)
+def export_task(self: Task, job_id: str) -> dict[str, Any]:
+    """Put a job's output files into Redis for ``jobs ID --download`` (any worker: the output root is shared)."""
+    record = _ledger().get(job_id)
+    if record is None:
+        return {"files": [], "skipped": [{"path": ".", "reason": f"no job {job_id!r} in the ledger"}]}
+    return export_files(_ledger().r, settings_of(app), record)
 
 
 # -- process set-up -------------------------------------------------------------------------------------------
@@ -135,6 +186,87 @@ def _init_process(**_: Any) -> None:
     configure_tracing("orchestrator-worker", _span_sink)
 
 
+class WorkerWatch:
+    """In the worker's main process: consume the orchestrator queue only while ready (readiness.py), and say in
+    the ledger every ``worker.ready_check_s`` that this worker is alive, which queue it consumes, what it lacks."""
+
+    def __init__(self, ledger: Ledger, settings: Settings, hostname: str) -> None:
+        self._ledger = ledger
+        self._settings = settings
+        self._hostname = hostname
+        self._stop = threading.Event()
+        self.ready = False
+        self.problems: list[str] = []
+        self._standby_until = 0.0
+        self._standby_why = ""
+        self._thread = threading.Thread(target=self._run, name="worker-watch", daemon=True)
+
+    def start(self) -> WorkerWatch:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=5)
+        with contextlib.suppress(Exception):
+            self._ledger.withdraw_worker(self._hostname)
+
+    def _run(self) -> None:
+        every = self._settings.worker.ready_check_s
+        while True:
+            try:
+                self.check_once()
+            except Exception as e:  # noqa: BLE001 - Redis may be restarting: try again next round
+                log.warning("worker.watch_failed", error=str(e))
+            if self._stop.wait(every):
+                return
+
+    def check_once(self) -> None:
+        recheck = self._ledger.r.getdel(f"{RECHECK_PREFIX}{self._hostname}")
+        if recheck is not None:
+            self.ready = False
+            self._standby_why = recheck.decode(errors="replace") if isinstance(recheck, bytes) else str(recheck)
+            self._standby_until = time.time() + self._settings.worker.standby_s
+            log.warning("worker.standby", worker=self._hostname, why=self._standby_why,
+                        seconds=self._settings.worker.standby_s)
+        if not self.ready and time.time() < self._standby_until:
+            until = time.strftime("%H:%M:%S", time.localtime(self._standby_until))
+            self.problems = [f"standing by until {until} after: {self._standby_why}"]
+        elif not self.ready:
+            self.problems = missing(self._settings)
+            if self.problems:
+                log.warning("worker.not_ready", worker=self._hostname, missing=self.problems)
+            else:
+                # With a reply: a broadcast sent before the worker's mailbox listens is lost, and then this worker
+                # would be announced ready without consuming. No reply: try again next round.
+                replies = app.control.add_consumer(QUEUE, destination=[self._hostname], reply=True, timeout=5.0)
+                self.ready = bool(replies)
+                self.problems = [] if self.ready else ["starting: the worker did not confirm consuming the queue"]
+                if self.ready:
+                    log.info("worker.ready", worker=self._hostname, queue=QUEUE)
+        ttl = 3 * self._settings.worker.ready_check_s + 5
+        info = {"ready": self.ready, "missing": self.problems, "queues": [QUEUE] if self.ready else []}
+        self._ledger.announce_worker(self._hostname, info, ttl_s=ttl)
+
+
+def go_standby(hostname: str, ledger: Ledger, why: str) -> None:
+    """Stop this worker consuming until its watch finds it ready again (called from a pool process)."""
+    with contextlib.suppress(Exception):  # waits for the reply: the consumer stops before this task is acked
+        app.control.cancel_consumer(QUEUE, destination=[hostname], reply=True, timeout=2.0)
+    ledger.r.set(f"{RECHECK_PREFIX}{hostname}", why, ex=600)
+
+
+@worker_ready.connect
+def _start_watch(sender: Any = None, **_: Any) -> None:
+    settings = settings_of(app)
+    hostname = getattr(sender, "hostname", None) or socket.gethostname()
+    ledger = Ledger.from_url(settings.broker_url, outage_s=settings.worker.redis_outage_s)
+    consuming = [q.name for q in getattr(getattr(sender, "task_consumer", None), "queues", []) or []]
+    if QUEUE in consuming:  # started by `celery worker` with our queue: hold it back until ready
+        app.control.cancel_consumer(QUEUE, destination=[hostname])
+    _process["watch"] = WorkerWatch(ledger, settings, hostname).start()
+
+
 @worker_ready.connect
 def _start_sweeper(sender: Any = None, **_: Any) -> None:
     settings = settings_of(app)
@@ -145,7 +277,7 @@ def _start_sweeper(sender: Any = None, **_: Any) -> None:
     def requeue(job_id: str, phase: str) -> None:
         record = ledger.get(job_id)
         if record is not None:
-            send_phase(app, settings, record, phase)
+            enqueue_phase(app, settings, ledger, record, phase)
 
     def on_failed(job_id: str) -> None:
         job_ended(PhaseContext(settings=settings, ledger=ledger, worker=name, enqueue=lambda r, p: None), job_id)
@@ -162,6 +294,7 @@ def _start_sweeper(sender: Any = None, **_: Any) -> None:
 
 @worker_shutdown.connect
 def _stop_sweeper(**_: Any) -> None:
-    sweeper = _process.pop("sweeper", None)
-    if sweeper is not None:
-        sweeper.stop()
+    for name in ("sweeper", "watch"):
+        running = _process.pop(name, None)
+        if running is not None:
+            running.stop()

@@ -58,7 +58,10 @@ def test_a_job_id_submitted_twice_runs_once(batch: tuple[Cluster, int, dict]) ->
     cluster = batch[0]
     again = cluster.cli("submit", "-", *WAIT, "--json", stdin=goal_line("batch-a"))
     assert again.returncode == 0
-    assert json.loads(again.stdout)["accepted"] == [{"line": 1, "job_id": "batch-a", "duplicate": True}]
+    accepted = json.loads(again.stdout)["accepted"]
+    assert [(a["line"], a["job_id"], a["duplicate"], a["rerun"], a["state"]) for a in accepted] == [
+        (1, "batch-a", True, False, "done")
+    ]
     assert [h["phase"] for h in cluster.job("batch-a")["history"]] == ["plan", "act:0", "reflect"]
 
 
