@@ -1,4 +1,4 @@
-"""Text widths and line heights from the sandbox image's own fonts, and which fonts the image has.
+"""Text widths from the sandbox image's own fonts, and which fonts the image has.
 
 ``fontmetrics.json`` is made by ``python -m orchestrator sandbox fonts --write`` (``sandbox-image/font_probe.py``
 inside the image: fontconfig's family list, and each Latin family's advance widths measured with Pillow/FreeType
@@ -100,7 +100,3 @@ def font_table() -> FontTable:
 
 def text_width_pt(text: str, face: Face, size_pt: float, bold: bool = False) -> float:
     return sum(face.advance(ch, bold) for ch in text) * size_pt / 1000
-
-
-def line_height_pt(face: Face, size_pt: float) -> float:
-    return face.height * size_pt / 1000
