@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from orchestrator.llm.cutjson import close_cut_json
 from orchestrator.llm.images import ViewedImage
 from orchestrator.llm.interface import ChatModel, ImagePart, Message
 from orchestrator.prompts import load_prompt, render_prompt
@@ -154,6 +155,9 @@ def semantic_check(
                 return outcome
             except ValueError as e:
                 outcome.problem = str(e)[:500]
+                if response.cut and (salvaged := _salvaged(response.content or "")) is not None:
+                    outcome.verdict, outcome.problem = salvaged, ""  # a rationale cut short is still a verdict
+                    return outcome
             messages += [
                 Message(role="assistant", content=response.content or ""),
                 Message(role="user", content=_repair_request(outcome.problem)),
@@ -161,6 +165,17 @@ def semantic_check(
         return outcome
     finally:
         outcome.latency_ms = int((time.perf_counter() - started) * 1000)
+
+
+def _salvaged(content: str) -> SemanticVerdict | None:
+    """The verdict in a reply cut at ``max_tokens`` (a rationale that ran long), when its fields are whole."""
+    data = close_cut_json(content)
+    if not isinstance(data, dict):
+        return None
+    try:
+        return parse_verdict(json.dumps(data))
+    except ValueError:
+        return None
 
 
 def _repair_request(problem: str) -> str:

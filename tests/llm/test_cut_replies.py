@@ -68,3 +68,19 @@ def test_closing_hostile_text_stays_cheap() -> None:
     assert close_cut_json('{"a": "' + "x" * 500_000) == {"a": "x" * (200_000 - 7)}  # the first 200,000 characters
     assert len(close_cut_json('{"a": [' + "1, " * 100_000)["a"]) == 66_665  # cut at 200,000 characters
     assert time.monotonic() - started < 5
+
+
+def test_a_verdict_whose_rationale_ran_past_max_tokens_is_still_a_verdict() -> None:
+    from orchestrator.validate.rules import ExpectedOutputs
+    from orchestrator.validate.semantic import semantic_check
+
+    cut = ModelResponse(
+        content='{"pass": true, "missing": [], "violations": [], "rationale": "The file holds every rule. The file',
+        finish_reason="length",
+    )
+    outcome = semantic_check(ScriptedModel([cut]), ExpectedOutputs(description="brand.json"), [])
+    assert outcome.verdict is not None and outcome.verdict.pass_ is True and outcome.attempts == 1
+    broken = ModelResponse(content='{"pass": tr', finish_reason="length")
+    fixed = json_response({"pass": False, "missing": ["brand.json"], "violations": [], "rationale": "absent"})
+    outcome = semantic_check(ScriptedModel([broken, fixed]), ExpectedOutputs(description="brand.json"), [])
+    assert outcome.attempts == 2 and outcome.verdict is not None and outcome.verdict.pass_ is False
