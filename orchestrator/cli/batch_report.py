@@ -16,7 +16,7 @@ from orchestrator.cli.common import plain
 from orchestrator.config import Settings
 from orchestrator.logs import mask_secrets
 from orchestrator.worker.ledger import JobRecord
-from orchestrator.worker.views import shown_state
+from orchestrator.worker.views import reason_of, shown_state
 
 STATE_COLOURS = {"done": "#2e7d32", "unmet": "#f9a825", "failed": "#c62828", "cancelled": "#6a1b9a"}
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f")
@@ -54,7 +54,7 @@ def timeline(records: list[JobRecord]) -> go.Figure:
             fig.add_trace(go.Scatter(
                 x=[_when(r.finished_at)], y=[r.job_id], mode="markers", marker_symbol="x", marker_size=12,
                 marker_color=STATE_COLOURS[r.state], name=r.state, legendgroup=r.state, showlegend=r.state not in shown,
-                hovertext=[f"{_safe(r.job_id)} {r.state}: {_safe(r.reason or '-')}"], hoverinfo="text",
+                hovertext=[f"{_safe(r.job_id)} {r.state}: {_safe(reason_of(r) or '-')}"], hoverinfo="text",
             ))
             shown.add(r.state)
     fig.update_layout(
@@ -78,7 +78,7 @@ def write_report(
             f'<tr class="job" data-job="{_safe(r.job_id)}" data-state="{state}"><td>{_safe(r.job_id)}</td>'
             f'<td style="color:{STATE_COLOURS.get(state, "#333")}">{state}</td><td>{r.attempts}</td>'
             f"<td>{seconds:.1f} s</td><td>{_safe(r.worker or '-')}</td><td>{_safe(r.goal[:200])}</td>"
-            f'<td class="reason">{_safe(r.reason or "")}</td></tr>'
+            f'<td class="reason">{_safe(reason_of(r))}</td></tr>'
         )
     counts = ", ".join(f"{_safe(k)} {v}" for k, v in facts["counts"].items())
     d = facts["durations"]

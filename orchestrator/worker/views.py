@@ -88,6 +88,14 @@ def summary(record: JobRecord, settings: Settings, *, note: str | None = None) -
     return row
 
 
+def reason_of(record: JobRecord) -> str:
+    """Why a job did not end done: its reason, or for an unmet job without one, what stayed unmet."""
+    if record.reason:
+        return record.reason
+    unmet = [str(u.get("what")) for u in (record.result or {}).get("unmet") or [] if isinstance(u, dict)]
+    return f"unmet: {'; '.join(unmet)}" if unmet else ""
+
+
 def batch_report(records: list[JobRecord], settings: Settings) -> dict[str, Any]:
     """Counts by state, durations (of ended jobs, submission to end) and each failure's reason."""
     counts: dict[str, int] = {}
@@ -106,7 +114,7 @@ def batch_report(records: list[JobRecord], settings: Settings) -> dict[str, Any]
         last = max((r.finished_at or time.time()) for r in records)
         durations["wall_s"] = round(last - first, 2)
     failures = [
-        {"job_id": r.job_id, "state": r.state, "reason": r.reason or "", "attempts": r.attempts}
+        {"job_id": r.job_id, "state": r.state, "reason": reason_of(r), "attempts": r.attempts}
         for r in records
         if r.state in ("failed", "unmet", "cancelled")
     ]

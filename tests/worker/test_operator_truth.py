@@ -80,6 +80,7 @@ def test_a_batch_sums_up_states_durations_and_each_failures_reason(batch: tuple[
     reasons = {f["job_id"]: f["reason"] for f in summary["failures"]}
     assert set(reasons) == {"truth-failed", "truth-unmet"}
     assert reasons["truth-failed"] == cluster.job("truth-failed")["reason"]
+    assert "place a phone call" in reasons["truth-unmet"]
     failed_only = json.loads(cluster.cli("jobs", "--state", "failed", "--json").stdout)
     assert [j["job_id"] for j in failed_only] == ["truth-failed"]
     text = cluster.cli("jobs", "--batch", "truth-batch").stdout
