@@ -198,7 +198,15 @@ class SupervisorSettings(_Section):
 
 
 ModelProfile = Literal["hosted", "local"]
-DEFAULT_MAX_TOKENS_BY_PURPOSE = {"plan": 2048, "reflect": 512, "semantic": 1024, "answer": 768}
+class PurposeCaps(_Section):
+    """Lower reply caps by purpose (``max_tokens`` stays the ceiling); None: no lower cap. A section, not a dict,
+    so the model settings stay hashable (workers key their model clients by them)."""
+
+    plan: int | None = Field(2048, ge=16)
+    act: int | None = Field(None, ge=16)
+    reflect: int | None = Field(512, ge=16)
+    semantic: int | None = Field(1024, ge=16)
+    answer: int | None = Field(768, ge=16)
 
 
 class ModelSettings(_Section):
@@ -213,8 +221,8 @@ class ModelSettings(_Section):
     request_timeout_s: float = Field(60.0, gt=0)
     max_retries: int = Field(2, ge=0)
     max_tokens: int = Field(4096, ge=16, description="the most tokens one reply may have (sent with every request)")
-    max_tokens_by_purpose: dict[str, int] = Field(
-        default_factory=lambda: dict(DEFAULT_MAX_TOKENS_BY_PURPOSE),
+    max_tokens_by_purpose: PurposeCaps = Field(
+        default_factory=PurposeCaps,
         description="lower caps by purpose (plan, act, reflect, semantic, answer); max_tokens is the ceiling",
     )
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = Field(
@@ -228,7 +236,8 @@ class ModelSettings(_Section):
     )
 
     def max_tokens_for(self, purpose: str) -> int:
-        return min(self.max_tokens, self.max_tokens_by_purpose.get(purpose, self.max_tokens))
+        cap = getattr(self.max_tokens_by_purpose, purpose, None)
+        return min(self.max_tokens, cap) if isinstance(cap, int) else self.max_tokens
 
     @property
     def deterministic(self) -> bool:

@@ -44,3 +44,9 @@ def test_the_profile_can_come_from_the_environment(monkeypatch) -> None:
 def test_an_unknown_profile_is_refused_naming_the_setting() -> None:
     with pytest.raises(ConfigError, match="model.profile"):
         load_settings(model={"profile": "turbo"})
+
+
+def test_model_settings_stay_hashable_for_clients_kept_by_them() -> None:
+    settings = load_settings(model={"profile": "local", "max_tokens_by_purpose": {"act": 512}})
+    assert hash(settings.model) == hash(settings.model.model_copy())
+    assert settings.model.max_tokens_for("act") == 512 and settings.model.max_tokens_for("reflect") == 256
