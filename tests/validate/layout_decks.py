@@ -124,6 +124,16 @@ def overlap_deck(path: Path) -> Path:
     return _save(deck, path)
 
 
+def stacked_deck(path: Path) -> Path:
+    """Two text boxes half over each other; their short texts do not touch yet."""
+    deck = wide_deck()
+    slide = deck.slides.add_slide(deck.slide_layouts[6])
+    _title(slide, "Margins")
+    text_box(slide, 0.5, 2.0, 8.0, 2.0, "Operating margin 31 %", name="Upper")
+    text_box(slide, 0.5, 3.0, 8.0, 2.0, "Cash 9.8 M EUR", name="Lower")
+    return _save(deck, path)
+
+
 def overflow_deck(path: Path) -> Path:
     deck = wide_deck()
     slide = deck.slides.add_slide(deck.slide_layouts[6])

@@ -17,6 +17,7 @@ from layout_decks import (
     narrow_column_workbook,
     off_brand_deck,
     repeated_paragraph_report,
+    stacked_deck,
     unwrapped_deck,
     wide_picture_report,
 )
@@ -139,3 +140,10 @@ def test_shrink_on_overflow_text_is_a_warning_until_it_would_need_to_shrink_past
                for w in report.warnings), report.warnings
     assert [v for v in report.violations if "does not fit" in v][0].startswith("deck.pptx slide 2, shape 'Content")
     assert not any("slide 1" in v for v in report.violations)
+
+
+def test_text_boxes_stacked_on_each_other_overlap_even_where_their_short_texts_do_not_touch(out):
+    stacked_deck(out / "deck.pptx")
+    report = check(out)
+    assert "deck.pptx slide 1, shape 'Upper' (id 3): its box lies over the box of shape 'Lower' (id 4) (50% of the " \
+           "smaller one); move one of them" in report.violations

@@ -24,6 +24,7 @@ MIN_SLIDE, MAX_SLIDE = 914_400, 51_206_400  # what PowerPoint accepts: 1 to 56 i
 MIN_CONTAINED_CHARS = 8
 MIN_SHARED_CHARS = 4
 MAX_OVERLAP_SHAPES = 200
+BOX_OVERLAP_SHARE = 0.25
 Box = tuple[float, float, float, float]  # left, top, right, bottom in EMU
 
 
@@ -206,6 +207,11 @@ def _check_overlaps(slide: Slide, occupied: list[tuple[Shape, Box]], settings: L
         if shared > 0 and shared >= settings.overlap_min_share * min(_area(box_a), _area(box_b)):
             out.add("overlap", f"{where}, {a.label}", f"its text overlaps the text of {b.label}; move one of them "
                     "or make them smaller")
+            continue
+        frames = _intersection(_box(a), _box(b))  # boxes stacked on each other: text collides as soon as it grows
+        if frames > 0 and frames >= BOX_OVERLAP_SHARE * min(_area(_box(a)), _area(_box(b))):
+            out.add("overlap", f"{where}, {a.label}", f"its box lies over the box of {b.label} ("
+                    f"{frames / min(_area(_box(a)), _area(_box(b))):.0%} of the smaller one); move one of them")
     pictures = [s for s in slide.shapes if s.kind in ("picture", "graphic") and not s.has_text]
     for shape, box in occupied[:MAX_OVERLAP_SHAPES]:
         for picture in pictures[:MAX_OVERLAP_SHAPES]:
