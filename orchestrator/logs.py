@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json as json_module
 import logging
+import math
 import re
 import sys
 from collections.abc import Mapping, MutableMapping
@@ -89,6 +90,35 @@ def _safe_json(value: Any, **kwargs: Any) -> str:
         return json_module.dumps(value, ensure_ascii=True, **kwargs)
     except (ValueError, RecursionError):  # an int too long to print, or nesting the masker did not see
         return json_module.dumps({k: repr(v)[:2000] for k, v in value.items()}, ensure_ascii=True)
+
+
+_HUGE_INT = 10**4000
+# Inside JSON text only these can still be raw (json.dumps escapes C0 itself).
+_UNSAFE_IN_JSON = re.compile(r"[\x7f-\x9f\ud800-\udfff]")
+
+
+def dumps_safe(value: Any, *, indent: int | None = 2) -> str:
+    """JSON text of ``value`` that any terminal or UTF-8 stream takes: NaN/Infinity become null, odd characters
+    escapes, objects nested too deeply a marker (never a crash)."""
+    try:
+        text = json_module.dumps(value, indent=indent, ensure_ascii=False, allow_nan=False, default=str)
+    except (ValueError, RecursionError):
+        text = json_module.dumps(_finite(value), indent=indent, ensure_ascii=False, default=str)
+    return _UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+def _finite(value: Any, depth: int = 0) -> Any:
+    if depth > 200:
+        return "[nested too deeply]"
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _HUGE_INT:
+        return "[integer too large]"
+    if isinstance(value, dict):
+        return {str(k): _finite(v, depth + 1) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v, depth + 1) for v in value]
+    return value
 
 
 class _CurrentStderr:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import math
 import re
 import sys
 from dataclasses import dataclass
@@ -15,7 +13,7 @@ from pydantic import BaseModel
 
 from orchestrator.config import Settings, load_settings
 from orchestrator.errors import OrchestratorError
-from orchestrator.logs import configure_logging, mask_value
+from orchestrator.logs import configure_logging, dumps_safe, mask_value
 
 EXIT_USAGE = 2
 
@@ -54,39 +52,12 @@ def to_jsonable(value: Any) -> Any:
 
 # C0 controls but newline and tab, DEL, C1 controls (CSI is U+009B) and lone surrogates: none may reach a terminal.
 _UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
-# Inside JSON text only these can still be raw (json.dumps escapes C0 itself).
-_HUGE_INT = 10**4000
-_UNSAFE_IN_JSON = re.compile(r"[\x7f-\x9f\ud800-\udfff]")
 
 
 def plain(text: str) -> str:
     """``text`` safe to print on a terminal: control characters and lone surrogates shown as escapes (linear)."""
     return _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}",
                        text)
-
-
-def dumps_safe(value: Any, *, indent: int | None = 2) -> str:
-    """JSON text of ``value`` that any terminal or UTF-8 stream takes: NaN/Infinity become null, odd characters
-    escapes, objects nested too deeply a marker (never a crash)."""
-    try:
-        text = json.dumps(value, indent=indent, ensure_ascii=False, allow_nan=False, default=str)
-    except (ValueError, RecursionError):
-        text = json.dumps(_finite(value), indent=indent, ensure_ascii=False, default=str)
-    return _UNSAFE_IN_JSON.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-
-
-def _finite(value: Any, depth: int = 0) -> Any:
-    if depth > 200:
-        return "[nested too deeply]"
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _HUGE_INT:
-        return "[integer too large]"
-    if isinstance(value, dict):
-        return {str(k): _finite(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v, depth + 1) for v in value]
-    return value
 
 
 def emit_json(value: Any) -> None:

@@ -9,10 +9,10 @@ from __future__ import annotations
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from orchestrator.cli.common import dumps_safe, emit_json, notice
+from orchestrator.cli.common import emit_json, notice
 from orchestrator.config import Settings
 from orchestrator.errors import OrchestratorError
-from orchestrator.logs import mask_value
+from orchestrator.logs import dumps_safe, mask_value
 from orchestrator.worker.blobs import BlobStore
 from orchestrator.worker.export import BLOB_TTL_S, MAX_FILE_BYTES
 from orchestrator.worker.ledger import Ledger

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,16 +10,16 @@ import typer
 from rich.console import Console
 from rich.text import Text
 
-from orchestrator.cli.common import dumps_safe, emit_json, fail, notice, plain, state
+from orchestrator.cli.common import emit_json, fail, notice, plain, state
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.llm.scenario import load_scenario, scenario_inputs
-from orchestrator.logs import mask_value
+from orchestrator.logs import dumps_safe, mask_value
+from orchestrator.workflow.evidence import run_evidence_dir, save_evidence
 from orchestrator.workflow.models import GoalRequest
 from orchestrator.workflow.outputs import check_input_files, check_output_dir, check_zip_target
-from orchestrator.workflow.respond import respond
 from orchestrator.workflow.run import GoalInterrupted, bundle_zip
 from orchestrator.workflow.run import run_goal as run_workflow
-from orchestrator.workflow.runtime import build_runtime
+from orchestrator.workflow.runtime import Runtimes
 
 _PROGRESS = {
     "plan.started": "planning: choosing skills for the goal",
@@ -113,7 +111,7 @@ def run_goal(
         request = GoalRequest(
             goal=goal_text, inputs=inputs or _scenario_inputs(model_spec), constraints=constraints or []
         )
-        with build_runtime(
+        with Runtimes() as runtimes, runtimes.open(
             settings, skills, model_spec, use_memo=not no_memo, on_event=_progress_printer(console)
         ) as rt:
             if not rt.library.l1_index():
@@ -127,11 +125,10 @@ def run_goal(
             except GoalInterrupted as stopped:
                 _kept(stopped.result, settings.cache_dir)
                 raise typer.Exit(stopped.exit_code) from None
-            result = respond(result, rt.model, request.response or settings.supervisor.response)
         if zip_path is not None:
             job_copy = settings.cache_dir / "jobs" / result.job_id / "published"
             result.bundle = str(bundle_zip(result, zip_path, job_copy if job_copy.is_dir() else None))
-        result.evidence_path = _save_evidence(result, settings.cache_dir)
+        result.evidence_path = save_evidence(result, run_evidence_dir(settings.cache_dir, result.job_id))
     except OrchestratorError as e:
         fail(e, as_json=as_json, code=2)
     if as_json:
@@ -186,24 +183,10 @@ def _scenario_inputs(model_spec: str) -> list[Path]:
     return scenario_inputs(load_scenario(Path(model_spec.split(":", 1)[1])))
 
 
-def _save_evidence(result: Any, cache_dir: Path) -> str:
-    """Write the (masked) evidence file, readable by its owner only; returns its path."""
-    folder = cache_dir / "jobs" / result.job_id
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path = folder / "result.json"
-    # The evidence file is a log: secrets and personal data in the goal or outputs are masked before writing.
-    text = dumps_safe(mask_value(result.model_dump(mode="json", by_alias=True)))
-    fd, temp = tempfile.mkstemp(dir=folder, prefix=".result-", suffix=".part")  # created 0600
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(temp, path)
-    return str(path)
-
-
 def _kept(result: Any, cache_dir: Path) -> None:
     """After a stop: write the evidence and say in one line what was kept."""
     try:
-        result.evidence_path = _save_evidence(result, cache_dir)
+        result.evidence_path = save_evidence(result, run_evidence_dir(cache_dir, result.job_id))
     except OSError as e:
         result.evidence_path = f"(not written: {e})"
     files = len(result.artifacts)

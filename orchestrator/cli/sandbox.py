@@ -10,9 +10,10 @@ from typing import Annotated, Any
 
 import typer
 
-from orchestrator.cli.common import dumps_safe, emit_json, fail, plain, state
+from orchestrator.cli.common import emit_json, fail, plain, state
 from orchestrator.config import SandboxSettings, Settings
 from orchestrator.errors import ConfigError, OrchestratorError, SandboxRefused
+from orchestrator.logs import dumps_safe
 from orchestrator.sandbox.commands import resolve_command
 from orchestrator.sandbox.docker import SandboxRunner
 from orchestrator.sandbox.engine import connect, docker_errors

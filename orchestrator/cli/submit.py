@@ -20,7 +20,7 @@ from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.worker.ledger import TERMINAL, JobRecord, Ledger
 from orchestrator.worker.submit import submit_lines
 from orchestrator.worker.views import no_worker_note, shown_state, summary
-from orchestrator.workflow.run import new_job_id
+from orchestrator.workflow.steps import new_job_id
 
 EXIT_TIMEOUT = 3
 """``submit --wait --timeout S`` ended before every job did."""

@@ -21,6 +21,8 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 from redis.typing import EncodableT, FieldT
 
+from orchestrator.workflow.models import Checkpoint, SkillsUsed
+
 JobState = Literal["queued", "planning", "acting", "reflecting", "done", "unmet", "failed", "cancelled"]
 """What the ledger stores. ``stalled`` is never stored: it is how a running job whose heartbeat stopped is shown."""
 TERMINAL: frozenset[str] = frozenset({"done", "unmet", "failed", "cancelled"})
@@ -37,18 +39,6 @@ def job_key(job_id: str) -> str:
 def phase_state(phase: str) -> JobState:
     """The ledger state of a job while ``phase`` (``plan``, ``act:N``, ``reflect``) runs."""
     return {"plan": "planning", "reflect": "reflecting"}.get(phase, "acting")  # type: ignore[return-value]
-
-
-class SkillVersion(BaseModel):
-    id: str
-    sha256: str
-    """The skill folder's content hash (every file's path and bytes)."""
-
-
-class SkillsUsed(BaseModel):
-    available: list[SkillVersion] = []
-    chosen: list[SkillVersion] = []
-    loaded: list[SkillVersion] = []
 
 
 class JobRecord(BaseModel):
@@ -309,16 +299,18 @@ class Ledger:
 
     # -- checkpoints: the GoalState between phases --------------------------------------------------------------
 
-    def load_checkpoint(self, job_id: str) -> dict[str, Any] | None:
+    def load_checkpoint(self, job_id: str) -> Checkpoint | None:
+        """The state saved after the job's last phase (None before its first); ``WorkflowError`` when it was saved
+        by another schema version or does not read back."""
         raw = self.r.get(f"{PREFIX}:checkpoint:{job_id}")
-        return json.loads(raw) if raw else None
+        return Checkpoint.load(json.loads(raw)) if raw else None
 
-    def commit_phase(self, job_id: str, token: str, checkpoint: dict[str, Any] | None, **fields: Any) -> None:
+    def commit_phase(self, job_id: str, token: str, checkpoint: Checkpoint | None, **fields: Any) -> None:
         """Save the checkpoint and the record fields of a finished phase, only while holding the lease.
 
         Raises :class:`LeaseLost` when another worker took the job over meanwhile (its run wins).
         """
-        argv: list[Any] = [token, json.dumps(checkpoint) if checkpoint is not None else ""]
+        argv: list[Any] = [token, checkpoint.model_dump_json() if checkpoint is not None else ""]
         for k, v in _encode(fields).items():
             argv += [k, v]
         keys = [f"{PREFIX}:lease:{job_id}", f"{PREFIX}:checkpoint:{job_id}", job_key(job_id)]

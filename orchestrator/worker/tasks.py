@@ -19,16 +19,16 @@ from celery.signals import setup_logging, worker_process_init, worker_ready, wor
 
 from orchestrator.config import Settings
 from orchestrator.logs import configure_logging, get_logger, mask_secrets
-from orchestrator.sandbox.engine import connect
-from orchestrator.sandbox.reaper import remove_job_resources
 from orchestrator.tracing import configure_tracing
 from orchestrator.worker.celery_app import QUEUE, app
 from orchestrator.worker.dispatch import enqueue_phase
 from orchestrator.worker.export import export_files
 from orchestrator.worker.heartbeat import Sweeper
+from orchestrator.worker.jobfiles import mark_cancelled
 from orchestrator.worker.ledger import TERMINAL, Ledger
-from orchestrator.worker.phases import PhaseBusy, PhaseContext, job_ended, mark_cancelled, run_phase
+from orchestrator.worker.phases import PhaseBusy, PhaseContext, job_ended, run_phase
 from orchestrator.worker.readiness import missing
+from orchestrator.workflow.runtime import Runtimes
 
 log = get_logger("orchestrator.worker")
 BUSY_RETRY_S = 2.0
@@ -53,17 +53,19 @@ def settings_of(celery_app: Any) -> Settings:
     return settings
 
 
+def _runtimes() -> Runtimes:
+    """This process's runtime factory (made after the fork: it holds threads and sockets)."""
+    with _process_lock:
+        key = f"runtimes:{os.getpid()}"
+        if key not in _process:
+            _process[key] = Runtimes(keep_models=True)
+        runtimes: Runtimes = _process[key]
+        return runtimes
+
+
 def kill_job_containers(settings: Settings, job_id: str) -> int:
     """Remove the job's sandbox containers (0 when no Docker engine is reachable from this worker)."""
-    try:
-        client = connect(timeout_s=30)
-        try:
-            return remove_job_resources(client, settings.sandbox.label_prefix, job_id)
-        finally:
-            client.close()
-    except Exception as e:  # noqa: BLE001 - clean-up is best effort; the reaper catches what is left
-        log.warning("worker.kill_containers_failed", job=job_id, error=str(e))
-        return 0
+    return _runtimes().kill_containers(settings, job_id)
 
 
 def _ledger() -> Ledger:
@@ -96,8 +98,8 @@ def _context(task: Task, progress: list[str]) -> PhaseContext:
         ledger=ledger,
         worker=f"{task.request.hostname or socket.gethostname()}:{os.getpid()}",
         enqueue=lambda record, phase: enqueue_phase(app, settings, ledger, record, phase),
+        runtimes=_runtimes(),
         on_event=on_event,
-        kill_containers=lambda job_id: kill_job_containers(settings, job_id),
         standby=lambda why: go_standby(task.request.hostname or socket.gethostname(), ledger, why),
     )
 
@@ -124,7 +126,7 @@ def _phase(task: Task, job_id: str, phase: str) -> dict[str, Any]:
     result: dict[str, Any] = {"job_id": job_id, "phase": phase, "outcome": outcome, "progress": progress}
     after = ledger.get(job_id)
     if after is not None and after.state == "cancelled" and after.result is None:
-        mark_cancelled(_context(task, progress), job_id)
+        mark_cancelled(settings_of(app), ledger, job_id)
         result["job_state"] = "cancelled"
     ended_here = (
         outcome in ("ok", "exhausted")
@@ -280,7 +282,9 @@ def _start_sweeper(sender: Any = None, **_: Any) -> None:
             enqueue_phase(app, settings, ledger, record, phase)
 
     def on_failed(job_id: str) -> None:
-        job_ended(PhaseContext(settings=settings, ledger=ledger, worker=name, enqueue=lambda r, p: None), job_id)
+        context = PhaseContext(settings=settings, ledger=ledger, worker=name, enqueue=lambda r, p: None,
+                               runtimes=_runtimes())
+        job_ended(context, job_id)
 
     _process["sweeper"] = Sweeper(
         ledger,

@@ -31,7 +31,7 @@ from orchestrator.tokens import estimate_tokens
 from orchestrator.workflow.models import GoalRequest, GoalResult
 from orchestrator.workflow.plan import SEARCH_SKILLS, plan_request
 from orchestrator.workflow.run import run_goal
-from orchestrator.workflow.runtime import build_runtime
+from orchestrator.workflow.runtime import Runtimes
 
 DEFAULT_KS = (5, 10, 20)
 
@@ -360,5 +360,5 @@ def _scenario_run(skills_dir: Path, scenario: Path, settings: Settings, tmp: Pat
 
     settings = settings.model_copy(update={"cache_dir": tmp / "run-cache"})
     goal, _ = _scenario_target(scenario)
-    with build_runtime(settings, skills_dir, f"scripted:{scenario}") as rt:
+    with Runtimes() as runtimes, runtimes.open(settings, skills_dir, f"scripted:{scenario}") as rt:
         return run_goal(GoalRequest(goal=goal), tmp / f"out-{n}", rt)

@@ -6,9 +6,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import BaseModel, Field, ValidationError, computed_field
 
 from orchestrator.act.models import ActMetrics, ActResult, Artifact, Disclosure, Unmet
+from orchestrator.errors import WorkflowError
+from orchestrator.skills.versions import SkillsUsed as SkillsUsed
 from orchestrator.validate.stats import ValidationStats
 from orchestrator.validate.validator import ValidationReport
 from orchestrator.workflow.plan import Plan
@@ -178,3 +180,36 @@ class GoalState(BaseModel):
     published: list[str] = []
     """Output files written by this goal (the catalog lists only these, not older files in the folder)."""
     notes: list[str] = []
+
+
+CHECKPOINT_VERSION = 2
+"""Bumped whenever a saved ``GoalState`` would no longer read back the same (1: the unversioned checkpoints)."""
+
+
+class Checkpoint(BaseModel):
+    """What a worker saves between two phases of a goal: its state, versioned."""
+
+    version: int = CHECKPOINT_VERSION
+    state: GoalState
+    model_cursor: int = 0
+    """Where a scripted model's conversation stands (steps of its scenario used so far)."""
+
+    @classmethod
+    def load(cls, data: dict[str, Any]) -> Checkpoint:
+        """A saved checkpoint; :class:`WorkflowError` when it was written by another schema version."""
+        version = data.get("version", 1) if isinstance(data, dict) else None
+        if version != CHECKPOINT_VERSION:
+            raise WorkflowError(
+                f"the goal's saved state has schema version {version}; this worker reads version {CHECKPOINT_VERSION}",
+                where="checkpoint",
+                next_step="submit the goal again (its job id with a new suffix) on workers of one version",
+            )
+        try:
+            return cls.model_validate(data)
+        except ValidationError as e:
+            raise WorkflowError(
+                f"the goal's saved state does not read back: {e.error_count()} problem(s), first at "
+                f"{'.'.join(map(str, e.errors()[0]['loc']))[:200]}: {e.errors()[0]['msg'][:200]}",
+                where="checkpoint",
+                next_step="protect Redis (password, ACL users) and submit the goal again",
+            ) from e

@@ -1,50 +1,256 @@
-"""Building a ``Runtime`` from settings: the sandbox (connected on first use), the memo store, the model."""
+"""What a goal runs with (:class:`Runtime`), and the one factory that builds it for ``run`` and for workers.
+
+:class:`Runtimes` holds what a process keeps between goals (sandbox runners, scripted model servers) and opens a
+``Runtime`` per goal or per phase. Both drivers get the same sandbox path: a staged job that starts no container
+until a script or program runs, every container traced as a ``container`` span.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import contextlib
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 from orchestrator.act.memo import MemoStore
+from orchestrator.act.staging import StagedSandbox
 from orchestrator.config import Settings
-from orchestrator.llm.factory import open_model
+from orchestrator.errors import OrchestratorError
+from orchestrator.llm.factory import SCRIPTED_API_KEY, open_model, parse_model_spec
+from orchestrator.llm.interface import ChatModel, Message, ModelResponse, Purpose, ToolSpec
+from orchestrator.llm.openai_client import OpenAIChatModel
+from orchestrator.llm.scenario import load_scenario
+from orchestrator.llm.scenario_server import ScenarioServer, start_scenario_server
+from orchestrator.logs import get_logger
+from orchestrator.sandbox.backend import SandboxBackend
 from orchestrator.sandbox.docker import SandboxRunner
+from orchestrator.sandbox.engine import connect
+from orchestrator.sandbox.reaper import remove_job_resources
 from orchestrator.skills.cache import ReadCache
 from orchestrator.skills.loader import RUNTIME_WORK_DIRS, SkillLibrary
-from orchestrator.workflow.run import EventSink, Runtime
+from orchestrator.skills.versions import SkillVersion, skill_versions
+from orchestrator.tracing import tracer
+
+EventSink = Callable[[str, dict[str, Any]], None]
+ScenarioGuard = Callable[[str], Path]
+_log = get_logger("orchestrator.workflow")
+MAX_KEPT_MODELS = 8
 
 
-@contextmanager
-def build_runtime(
-    settings: Settings,
-    skills_root: Path,
-    model_spec: str,
-    *,
-    use_memo: bool = True,
-    on_event: EventSink | None = None,
-) -> Iterator[Runtime]:
-    """A ready ``Runtime``; the model (and a scripted server) and the sandbox runner are closed on exit.
+@dataclass
+class Runtime:
+    """What a goal needs to run. ``sandbox`` None: skills cannot run scripts (``build/`` is a host folder)."""
 
-    The runner connects to the Docker engine on first use, so a goal whose skills run no script needs no engine.
-    """
-    library = SkillLibrary(
-        skills_root,
-        l2_max_tokens=settings.disclosure.l2_max_tokens,
-        cache=ReadCache(),
-        work_dirs=RUNTIME_WORK_DIRS,
-    )
-    sandbox = SandboxRunner(settings.sandbox)
-    store = MemoStore(settings.cache_dir / "store") if use_memo else None
-    try:
-        with open_model(model_spec, settings.model, cache_dir=settings.cache_dir if use_memo else None) as model:
+    settings: Settings
+    model: ChatModel
+    library: SkillLibrary
+    sandbox: SandboxBackend | None = None
+    store: MemoStore | None = None
+    on_event: EventSink = field(default=lambda name, data: None)
+    conversation: ScenarioServer | None = None
+    """A scripted model's server in this process (its step cursor is where the goal's script stands)."""
+
+    def emit(self, name: str, **data: Any) -> None:
+        _log.info(name, **data)
+        self.on_event(name, data)
+
+    def skill_versions(self, skill_ids: Iterable[str]) -> list[SkillVersion]:
+        return skill_versions(self.library, skill_ids)
+
+    def cursor(self, default: int) -> int:
+        """Where a scripted conversation stands now (``default`` for any other model)."""
+        return default if self.conversation is None else int(self.conversation.steps_used)
+
+    @property
+    def model_seconds(self) -> float:
+        """Wall time spent inside model calls through this runtime."""
+        return self.model.seconds if isinstance(self.model, TimedModel) else 0.0
+
+    @property
+    def model_errors(self) -> list[OrchestratorError]:
+        """Errors model calls raised through this runtime (the Act may have turned them into a failed step)."""
+        return list(self.model.errors) if isinstance(self.model, TimedModel) else []
+
+
+class TimedModel:
+    """A ``ChatModel`` that counts each call's wall time and traces it as a ``model`` span."""
+
+    def __init__(self, model: ChatModel) -> None:
+        self._model = model
+        self.name = model.name
+        self.seconds = 0.0
+        self.errors: list[OrchestratorError] = []
+
+    def complete(
+        self,
+        messages: Sequence[Message],
+        *,
+        tools: Sequence[ToolSpec] = (),
+        purpose: Purpose = "other",
+        json_response: bool = False,
+    ) -> ModelResponse:
+        started = time.perf_counter()
+        with tracer().start_as_current_span("model", attributes={"orch.purpose": str(purpose)}):
+            try:
+                return self._model.complete(messages, tools=tools, purpose=purpose, json_response=json_response)
+            except OrchestratorError as e:
+                self.errors.append(e)
+                raise
+            finally:
+                self.seconds += time.perf_counter() - started
+
+
+class RuntimeSource(Protocol):
+    """What a driver needs from a factory (tests of the drivers give their own, with a fake model)."""
+
+    def open(
+        self,
+        settings: Settings,
+        skills_root: Path,
+        model_spec: str,
+        *,
+        scenario_guard: ScenarioGuard | None = None,
+        job_id: str | None = None,
+        phase: tuple[str, int] | None = None,
+        cursor: int = 0,
+        use_memo: bool = True,
+        on_event: EventSink | None = None,
+    ) -> AbstractContextManager[Runtime]: ...
+
+    def kill_containers(self, settings: Settings, job_id: str) -> int: ...
+
+
+class Runtimes:
+    """The runtime factory of a process. ``keep_models``: scripted model servers outlive a goal (a worker serves
+    many goals' phases); without it each ``open`` starts and stops its own (``run``)."""
+
+    def __init__(self, *, keep_models: bool = False) -> None:
+        self._keep_models = keep_models
+        self._sandboxes: dict[str, StagedSandbox] = {}
+        self._models: OrderedDict[tuple[Any, ...], tuple[OpenAIChatModel, ScenarioServer]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @contextmanager
+    def open(
+        self,
+        settings: Settings,
+        skills_root: Path,
+        model_spec: str,
+        *,
+        scenario_guard: ScenarioGuard | None = None,
+        job_id: str | None = None,
+        phase: tuple[str, int] | None = None,
+        cursor: int = 0,
+        use_memo: bool = True,
+        on_event: EventSink | None = None,
+    ) -> Iterator[Runtime]:
+        """A ready ``Runtime`` for one goal (``run``) or one phase of a job (``job_id``, ``phase``: its token and
+        attempt; ``cursor``: where its scripted conversation stands). ``scenario_guard`` checks a ``scripted:``
+        model's scenario path (and gives the file to read) before anything reads it."""
+        library = SkillLibrary(
+            skills_root, l2_max_tokens=settings.disclosure.l2_max_tokens, cache=ReadCache(), work_dirs=RUNTIME_WORK_DIRS
+        )
+        if scenario_guard is not None and (kind := parse_model_spec(model_spec))[0] == "scripted":
+            model_spec = f"{kind[0]}:{scenario_guard(kind[1])}"
+        cache_dir = settings.cache_dir if use_memo else None  # the response cache lives beside the memo
+        with self._model(settings, model_spec, job_id, phase, cursor, cache_dir) as (model, server):
             yield Runtime(
                 settings=settings,
-                model=model,
+                model=TimedModel(model),
                 library=library,
-                sandbox=sandbox,
-                store=store,
+                sandbox=self._sandbox(settings),
+                store=MemoStore(settings.cache_dir / "store") if use_memo else None,
                 on_event=on_event or (lambda name, data: None),
+                conversation=server,
             )
-    finally:
-        sandbox.close()
+
+    def _sandbox(self, settings: Settings) -> StagedSandbox:
+        """One runner per sandbox settings, reused by every goal; it connects to the Docker engine on first use."""
+        # By value, as JSON: the sandbox settings hold dicts (limit profiles), so the model itself is not hashable.
+        key = settings.sandbox.model_dump_json()
+        with self._lock:
+            if key not in self._sandboxes:
+                self._sandboxes[key] = StagedSandbox(SandboxRunner(settings.sandbox))
+            return self._sandboxes[key]
+
+    @contextmanager
+    def _model(
+        self,
+        settings: Settings,
+        spec: str,
+        job_id: str | None,
+        phase: tuple[str, int] | None,
+        cursor: int,
+        cache_dir: Path | None,
+    ) -> Iterator[tuple[ChatModel, ScenarioServer | None]]:
+        kind, value = parse_model_spec(spec)
+        if kind != "scripted" or not self._keep_models:
+            # The job id goes along with every request, so a model server shared by many goals (the compose
+            # stack's scripted-llm, a gateway) can tell their conversations apart; with the phase and its
+            # attempt, such a server can also play a phase retried after a takeover again.
+            with open_model(spec, settings.model, job_id=job_id, phase=phase, cache_dir=cache_dir) as model:
+                yield model, None
+            return
+        # Building an HTTP client costs more than a phase's bookkeeping: a worker keeps a few, per thread.
+        # By value, as JSON: the model settings hold dicts (profiles), so the model itself is not hashable.
+        key = (threading.get_ident(), spec, settings.model.model_dump_json(), Path(value).stat().st_mtime_ns)
+        with self._lock:
+            entry = self._models.pop(key, None)
+            if entry is None:
+                server = start_scenario_server(load_scenario(Path(value)))
+                model = OpenAIChatModel(
+                    server.model_name, settings.model, api_key=SCRIPTED_API_KEY, base_url=server.base_url, name=spec
+                )
+                entry = (model, server)
+            self._models[key] = entry
+            while len(self._models) > MAX_KEPT_MODELS:
+                _close(self._models.popitem(last=False)[1])
+        model, server = entry
+        server.restart_at(cursor)  # rewound to where this goal's scenario stands
+        try:
+            yield model, server
+        except BaseException:
+            with self._lock:
+                self._models.pop(key, None)
+            _close(entry)  # a model that broke mid-phase is not reused
+            raise
+
+    def kill_containers(self, settings: Settings, job_id: str) -> int:
+        """Remove the sandbox containers of ``job_id`` (0 when no Docker engine is reachable from here)."""
+        try:
+            client = connect(timeout_s=30)
+            try:
+                return remove_job_resources(client, settings.sandbox.label_prefix, job_id)
+            finally:
+                client.close()
+        except Exception as e:  # noqa: BLE001 - clean-up is best effort; the reaper catches what is left
+            _log.warning("runtime.kill_containers_failed", job=job_id, error=str(e))
+            return 0
+
+    def close(self) -> None:
+        with self._lock:
+            models, self._models = list(self._models.values()), OrderedDict()
+            sandboxes, self._sandboxes = list(self._sandboxes.values()), {}
+        for entry in models:
+            _close(entry)
+        for sandbox in sandboxes:
+            with contextlib.suppress(Exception):
+                sandbox.close()
+
+    def __enter__(self) -> Runtimes:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _close(entry: tuple[OpenAIChatModel, ScenarioServer]) -> None:
+    model, server = entry
+    with contextlib.suppress(Exception):
+        model.close()
+    server.close()

@@ -288,8 +288,9 @@ def test_a_second_stop_during_the_clean_up_does_not_leave_the_jobs_containers(cl
     [line] = [json.loads(x) for x in err.splitlines() if "kept" in x]
     job_id = json.loads(Path(line["evidence_path"]).read_text())["job_id"]
     client = docker.from_env()
-    left = [c.name for c in client.containers.list(all=True, filters={"label": "orchtest.managed=1"})
-            if c.labels.get("orchtest.job", "").startswith(job_id)]
+    # the low-level listing: containers.list() inspects each one, and another test's container may vanish meanwhile
+    left = [c["Names"] for c in client.api.containers(all=True, filters={"label": "orchtest.managed=1"})
+            if (c.get("Labels") or {}).get("orchtest.job", "").startswith(job_id)]
     assert left == []
 
 

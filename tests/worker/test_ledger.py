@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,7 +10,9 @@ from pathlib import Path
 import pytest
 from worker_helpers import RedisServer
 
+from orchestrator.errors import WorkflowError
 from orchestrator.worker.ledger import JobRecord, Ledger
+from orchestrator.workflow.models import Checkpoint, GoalRequest, GoalState
 
 
 @pytest.fixture(scope="module")
@@ -32,6 +35,11 @@ def _job(ledger: Ledger, job_id: str = "j1") -> JobRecord:
     return record
 
 
+def _checkpoint(note: str = "") -> Checkpoint:
+    state = GoalState(request=GoalRequest(goal="g"), job_id="j1", out_dir=Path("/o"), work_dir=Path("/w"), notes=[note])
+    return Checkpoint(state=state)
+
+
 def test_a_job_id_is_created_once(ledger: Ledger) -> None:
     _job(ledger)
     assert not ledger.create(JobRecord(job_id="j1", goal="another goal", submitted_at=time.time()))
@@ -46,7 +54,7 @@ def test_only_the_next_phase_runs_and_only_on_one_worker(ledger: Ledger) -> None
     assert ledger.acquire("j1", "plan", worker="b", lease_s=30, max_attempts=3)[0] == "busy"
     record = ledger.get("j1")
     assert (record.state, record.worker, record.running) == ("planning", "a", True)
-    ledger.commit_phase("j1", token, {"state": {}}, next="act:0")
+    ledger.commit_phase("j1", token, _checkpoint(), next="act:0")
     assert ledger.release("j1", token)
     # a redelivered plan task now does nothing
     assert ledger.acquire("j1", "plan", worker="b", lease_s=30, max_attempts=3)[0] == "stale"
@@ -103,7 +111,7 @@ def test_commit_is_refused_to_a_worker_that_lost_its_lease(ledger: Ledger, tmp_p
     ledger.update("j1", heartbeat=time.time() - 120)
     ledger.take_over_if_stale("j1", stale_after_s=60, max_attempts=3, sweeper="s")
     with pytest.raises(LeaseLost):
-        ledger.commit_phase("j1", token, {"state": {}}, next="act:0")
+        ledger.commit_phase("j1", token, _checkpoint(), next="act:0")
     assert ledger.get("j1").next == "plan"
 
 
@@ -117,12 +125,12 @@ def test_a_workers_ledger_rides_out_a_redis_restart_and_saves_the_phase_once(tmp
         _, token, _ = ledger.acquire("j1", "plan", worker="w", lease_s=60, max_attempts=3)
         server.stop()  # the phase is running; Redis goes away and comes back 2 s later
         threading.Timer(2, server.start).start()
-        ledger.commit_phase("j1", token, {"state": {"n": 1}}, next="act:0")  # waits for Redis, then saves
-        ledger.commit_phase("j1", token, {"state": {"n": 1}}, next="act:0")  # a retried save changes nothing
+        ledger.commit_phase("j1", token, _checkpoint("n1"), next="act:0")  # waits for Redis, then saves
+        ledger.commit_phase("j1", token, _checkpoint("n1"), next="act:0")  # a retried save changes nothing
         assert ledger.release("j1", token)
         record = ledger.get("j1")
         assert (record.next, record.running, record.attempts) == ("act:0", False, 1)
-        assert ledger.load_checkpoint("j1") == {"state": {"n": 1}}
+        assert ledger.load_checkpoint("j1") == _checkpoint("n1")
         assert ledger.acquire("j1", "plan", worker="late", lease_s=60, max_attempts=3)[0] == "stale"
     finally:
         server.stop()
@@ -138,3 +146,18 @@ def test_commands_run_by_people_fail_fast_when_redis_is_away(tmp_path: Path) -> 
     with pytest.raises(redis.ConnectionError):
         ledger.get("j1")
     assert time.monotonic() - started < 15
+
+
+def test_a_checkpoint_of_another_schema_version_is_refused_saying_so(ledger: Ledger) -> None:
+    _job(ledger)
+    _, token, _ = ledger.acquire("j1", "plan", worker="w", lease_s=30, max_attempts=3)
+    ledger.commit_phase("j1", token, _checkpoint("kept"), next="act:0")
+    assert ledger.load_checkpoint("j1") == _checkpoint("kept")
+    old = _checkpoint().model_dump(mode="json")
+    del old["version"]  # as the first workers saved it
+    ledger.r.set("orch:checkpoint:j1", json.dumps(old))
+    with pytest.raises(WorkflowError, match="schema version 1; this worker reads version 2"):
+        ledger.load_checkpoint("j1")
+    ledger.r.set("orch:checkpoint:j1", json.dumps({**_checkpoint().model_dump(mode="json"), "state": {"plan": 7}}))
+    with pytest.raises(WorkflowError, match="the goal's saved state does not read back"):
+        ledger.load_checkpoint("j1")

@@ -45,7 +45,7 @@ def test_a_checkpoint_rewritten_to_write_elsewhere_fails_the_job_and_writes_noth
     ledger = done_job.ledger()
     target = tmp_path / "dot-ssh"
     target.mkdir()
-    checkpoint = ledger.load_checkpoint("owned-0")
+    checkpoint = ledger.load_checkpoint("owned-0").model_dump(mode="json")
     checkpoint["state"]["out_dir"] = str(target)
     ledger.r.set("orch:checkpoint:owned-0", json.dumps(checkpoint))
     job = _requeue(done_job, "owned-0", "act:0")
@@ -55,7 +55,7 @@ def test_a_checkpoint_rewritten_to_write_elsewhere_fails_the_job_and_writes_noth
 
 def test_a_checkpoint_naming_a_host_file_as_input_or_another_work_folder_fails_the_job(done_job: Cluster) -> None:
     ledger = done_job.ledger()
-    checkpoint = ledger.load_checkpoint("owned-1")
+    checkpoint = ledger.load_checkpoint("owned-1").model_dump(mode="json")
     checkpoint["state"]["request"]["inputs"] = ["/etc/passwd"]
     checkpoint["state"]["work_dir"] = str(done_job.root / "cache" / "jobs" / "owned-2")
     ledger.r.set("orch:checkpoint:owned-1", json.dumps(checkpoint))

@@ -9,7 +9,8 @@ from orchestrator.errors import ModelError, ModelErrorCode
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.testing import FunctionModel
 from orchestrator.workflow.models import GoalRequest
-from orchestrator.workflow.run import Runtime, run_goal
+from orchestrator.workflow.run import run_goal
+from orchestrator.workflow.runtime import Runtime
 
 
 def test_a_model_timeout_at_the_plan_fails_the_goal_with_its_code(tmp_path: Path) -> None:

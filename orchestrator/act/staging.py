@@ -1,4 +1,4 @@
-"""A sandbox whose jobs start no container until something has to run.
+"""A sandbox whose jobs start no container until something has to run (the one sandbox path of `run` and workers).
 
 Many skills only write files (``brand.json``, a template expanded): for them a sandbox job (a tmpfs volume, a holder
 container, a prewarmed script container) is pure cost. A staged job keeps ``build/`` in a private host folder, with
@@ -129,7 +129,7 @@ class StagedJob:
         return self._contained(argv[0] if argv else "", lambda job: job.run_command(argv, timeout_s=timeout_s))
 
     def _contained(self, what: str, run: Callable[[SandboxJobArea], ScriptResult]) -> ScriptResult:
-        """Every script or program container of a worker's job, as a ``container`` span (a child of the tool's)."""
+        """Every script or program container of a job, as a ``container`` span (a child of the tool's)."""
         job = self._real()  # opening the job (its holder, the copy of staged files) belongs to the tool's span
         attrs: dict[str, Any] = {"orch.job_id": self._args[0], "orch.script": what}
         with tracer().start_as_current_span("container", attributes=attrs) as span:

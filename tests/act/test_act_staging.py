@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from orchestrator.act.staging import StagedSandbox
 from orchestrator.testing.sandbox import InMemorySandbox
-from orchestrator.worker.staging import StagedSandbox
 
 
 def _echo(args: object, files: dict[str, bytes]) -> object:

@@ -1,0 +1,81 @@
+"""The course of a goal as typed values: ``Plan | Act(index) | Reflect | Done(result)``.
+
+This is the one module that spells a phase as text (``plan``, ``act:N``, ``reflect``, ``end``): the worker keeps
+the token of a job's next phase in its ledger and queues tasks by it; everything else passes typed phases.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import StrEnum
+
+from orchestrator.errors import WorkflowError
+from orchestrator.workflow.models import GoalResult
+
+
+class PhaseKind(StrEnum):
+    """What a phase does; also the name of its Celery task and of its time limits."""
+
+    PLAN = "plan"
+    ACT = "act"
+    REFLECT = "reflect"
+    DONE = "end"
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Choose the skills for the goal."""
+
+    kind = PhaseKind.PLAN
+
+
+@dataclass(frozen=True)
+class Act:
+    """Run step ``index`` of the plan."""
+
+    index: int
+    kind = PhaseKind.ACT
+
+
+@dataclass(frozen=True)
+class Reflect:
+    """Retry, re-plan or judge (see ``workflow.reflect.decide``)."""
+
+    kind = PhaseKind.REFLECT
+
+
+@dataclass(frozen=True)
+class Done:
+    """The goal ended; ``result`` is None only when read back from a token (the ledger keeps the result itself)."""
+
+    result: GoalResult | None = None
+    kind = PhaseKind.DONE
+
+
+Phase = Plan | Act | Reflect | Done
+
+_ACT = re.compile(r"^act:(0|[1-9][0-9]{0,5})$")
+
+
+def token(phase: Phase) -> str:
+    """The phase as the ledger and the task queue spell it."""
+    if isinstance(phase, Act):
+        return f"{PhaseKind.ACT.value}:{phase.index}"
+    return phase.kind.value
+
+
+def parse(text: str) -> Phase:
+    """The phase a token names; :class:`WorkflowError` for anything else (the ledger is input too)."""
+    if text == PhaseKind.PLAN.value:
+        return Plan()
+    if text == PhaseKind.REFLECT.value:
+        return Reflect()
+    if text == PhaseKind.DONE.value:
+        return Done()
+    if (match := _ACT.match(text)) is not None:
+        return Act(int(match.group(1)))
+    raise WorkflowError(f"not a phase of a goal: {text[:60]!r}", where="phase", next_step="report it as a bug")
+
+
+FIRST: Phase = Plan()

@@ -1,0 +1,78 @@
+"""Reflect's decision, as a pure function of the goal state and the plan budgets.
+
+``decide`` says what Reflect does next; ``workflow.machine`` carries it out. The rules, in order:
+
+1. A plan with no step (no skill fits): judge (the goal ends ``unmet`` with suggestions).
+2. The first step that ended ``unmet`` for a reason another try may fix, and was not retried yet: retry it once.
+3. No step stuck (unmet after its retry, or unmet for a reason a retry cannot fix): judge.
+4. A step stuck, re-plans used up (``selection.replans``): judge.
+5. A step stuck, the plan calls or the plan tokens spent: refused, naming the budget that refused it.
+6. Otherwise: re-plan from the stuck step (the steps before it are kept).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from orchestrator.act.models import ActResult
+from orchestrator.config import SelectionSettings
+from orchestrator.workflow.models import GoalState
+
+RETRYABLE_EXITS = frozenset({"validation_failed", "stalled", "missing_reference"})
+"""Exit reasons one more try, told what was missing, may fix (a budget or a violation it would only repeat)."""
+
+
+@dataclass(frozen=True)
+class RetryStep:
+    """Run step ``index`` once more, told why it stayed unmet."""
+
+    index: int
+
+
+@dataclass(frozen=True)
+class Replan:
+    """Ask for a new plan of the remaining work from step ``step`` on."""
+
+    step: int
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A re-plan was due after step ``step`` but ``budget`` (e.g. ``4 of 4 plan calls used``) refused it."""
+
+    step: int
+    budget: str
+
+
+@dataclass(frozen=True)
+class Judge:
+    """Validate the whole output and give the goal's verdict."""
+
+
+Decision = RetryStep | Replan | Refused | Judge
+
+
+def retryable(result: ActResult) -> bool:
+    return result.exit_reason in RETRYABLE_EXITS
+
+
+def decide(state: GoalState, selection: SelectionSettings) -> Decision:
+    """What Reflect does next (see the module docstring for the rules)."""
+    if state.plan is None or not state.plan.steps:
+        return Judge()
+    for index, result in enumerate(state.results):
+        if result.status == "unmet" and index not in state.retried and retryable(result):
+            return RetryStep(index)
+    stuck = next(
+        (i for i, r in enumerate(state.results) if r.status == "unmet" and (i in state.retried or not retryable(r))),
+        None,
+    )
+    if stuck is None or state.replans >= selection.replans:
+        return Judge()
+    calls = state.plan_metrics.model_calls
+    if calls >= selection.max_plan_calls:
+        return Refused(stuck, f"{calls} of {selection.max_plan_calls} plan calls used")
+    spent = state.plan_metrics.tokens_in + state.plan_metrics.tokens_out
+    if spent >= selection.plan_token_budget:
+        return Refused(stuck, f"{spent} of {selection.plan_token_budget} plan tokens used")
+    return Replan(stuck)

@@ -1,0 +1,285 @@
+"""What each phase of a goal does to its state: start, plan, run one step, retry a step, re-plan.
+
+These are the effects; *when* each one happens is decided in one place, ``workflow.machine.advance`` (and, for
+Reflect, ``workflow.reflect.decide``).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+from orchestrator.act.blackboard import Blackboard
+from orchestrator.act.engine import execute_skill
+from orchestrator.act.models import ActRequest, Disclosure
+from orchestrator.config import Settings
+from orchestrator.errors import WorkflowError
+from orchestrator.logs import get_logger
+from orchestrator.prompts import render_prompt
+from orchestrator.select.index import SkillIndex
+from orchestrator.select.shortlist import make_shortlist, model_invocable
+from orchestrator.skills.models import SkillSummary
+from orchestrator.workflow.models import GoalMetrics, GoalRequest, GoalState, Replan, Suggestion
+from orchestrator.workflow.outputs import check_input_files, check_job_id, check_output_dir, publish_file
+from orchestrator.workflow.plan import PlanOutcome, make_plan
+from orchestrator.workflow.runtime import Runtime
+
+_log = get_logger("orchestrator.workflow")
+
+
+def new_job_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + uuid.uuid4().hex[:8]
+
+
+def start_goal(request: GoalRequest, out_dir: Path, settings: Settings) -> GoalState:
+    """Check the request and the output folder, then create the job's folders (owner-only) and stage the inputs.
+
+    Nothing is created when a check fails: a missing input, an input that is a folder, an output folder that
+    cannot be written, or a job id that cannot name a folder.
+    """
+    job_id = check_job_id(request.job_id or new_job_id())
+    check_input_files(request.inputs)
+    check_output_dir(out_dir)
+    work_dir = settings.cache_dir / "jobs" / job_id
+    inputs_dir = work_dir / "inputs"
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise WorkflowError(
+            f"cannot use {out_dir} as the output folder: {e.strerror or e}",
+            where="output",
+            next_step="pass --out DIR naming a folder you can write (it is created when missing)",
+        ) from e
+    try:
+        for folder in (settings.cache_dir, settings.cache_dir / "jobs", work_dir, work_dir / "published"):
+            folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        work_dir.chmod(0o700)  # job folders hold inputs, outputs and evidence: their owner's only
+        # Mounted into script containers as /inputs: the sandbox user must read it (the job folder above it
+        # still keeps every other host user out).
+        inputs_dir.mkdir(mode=0o755, exist_ok=True)
+        inputs_dir.chmod(0o755)
+    except OSError as e:
+        raise WorkflowError(
+            f"cannot create the job folder {work_dir}: {e.strerror or e}",
+            where="cache",
+            next_step="set ORCH_CACHE_DIR to a writable folder",
+        ) from e
+    for path in request.inputs:
+        shutil.copyfile(path, inputs_dir / path.name)
+    return GoalState(request=request, job_id=job_id, out_dir=out_dir.resolve(), work_dir=work_dir)
+
+
+def published_dir(state: GoalState) -> Path:
+    """The job's own copy of what it published: the only files listed, validated and shown for this goal."""
+    return state.work_dir / "published"
+
+
+def plan_goal(state: GoalState, rt: Runtime) -> None:
+    rt.emit("plan.started", job=state.job_id, goal=state.request.goal)
+    outcome = _plan(state, rt)
+    state.plan = outcome.plan
+    state.plan_metrics = GoalMetrics(
+        tokens_in=outcome.tokens_in,
+        tokens_out=outcome.tokens_out,
+        model_calls=outcome.model_calls,
+        duration_ms=outcome.duration_ms,
+        disclosure=Disclosure(l1=len(outcome.offered)),
+    )
+    rt.emit(
+        "plan.done",
+        job=state.job_id,
+        steps=[s.skill for s in outcome.plan.steps],
+        no_fit=outcome.plan.no_fit.reason if outcome.plan.no_fit else None,
+        tokens=outcome.tokens_in + outcome.tokens_out,
+        offered=len(outcome.offered),
+        searches=len(outcome.searches),
+    )
+
+
+def _plan(state: GoalState, rt: Runtime, feedback: Sequence[str] = ()) -> PlanOutcome:
+    """One plan call over the goal's shortlist (the whole library when it is small)."""
+    selection = rt.settings.selection
+    l1 = rt.library.l1_index()
+    invocable = model_invocable(l1)
+    index = None
+    if len(invocable) > selection.shortlist_threshold:
+        index = SkillIndex.for_library(rt.library, invocable, rt.settings.cache_dir, selection)
+    shortlist = make_shortlist(
+        state.request.goal, l1, index, threshold=selection.shortlist_threshold, size=selection.shortlist_size
+    )
+    state.candidates = [
+        Suggestion(id=s.id, name=s.name or "", description=(s.description or "")[:300]) for s in shortlist.skills[:5]
+    ]
+    by_id = {s.id: s for s in invocable}
+
+    def search(query: str, exclude: Sequence[str]) -> list[SkillSummary]:
+        assert index is not None
+        return [by_id[h.id] for h in index.search(query, k=8, exclude=exclude) if h.id in by_id]
+
+    used = state.plan_metrics.model_calls
+    return make_plan(
+        state.request.goal,
+        shortlist.skills,
+        rt.model,
+        inputs=sorted(p.name for p in (state.work_dir / "inputs").iterdir()),
+        constraints=state.request.constraints,
+        feedback=feedback,
+        explicit=shortlist.explicit,
+        catalog_max_tokens=selection.catalog_max_tokens,
+        search=search if index is not None and selection.search_tool else None,
+        max_searches=selection.max_searches,
+        max_calls=max(1, selection.max_plan_calls - used),
+        library_size=shortlist.library_size,
+    )
+
+
+def act_step(state: GoalState, index: int, rt: Runtime, *, feedback: Sequence[str] = ()) -> None:
+    """Run step ``index`` of the plan; its outputs go to the output folder and become inputs of later steps."""
+    assert state.plan is not None
+    step = state.plan.steps[index]
+    step_dir = state.work_dir / "steps" / f"{index:02d}-{_slug(step.skill)}"
+    if step_dir.exists():
+        shutil.rmtree(step_dir)
+    board = Blackboard.from_snapshot(state.blackboard)
+    request = ActRequest(
+        goal=state.request.goal,
+        skill_id=step.skill,
+        expected=step.expected_outputs(),
+        constraints=[*state.request.constraints, *feedback],
+        inputs_dir=state.work_dir / "inputs",
+        budgets=rt.settings.limits,
+        qa_mode=rt.settings.qa.mode,
+        job_id=f"{state.job_id}-{index}",
+        goal_id=state.job_id,
+    )
+    rt.emit("act.started", job=state.job_id, step=index, skill=step.skill)
+    result = execute_skill(
+        request,
+        model=rt.model,
+        library=rt.library,
+        settings=rt.settings,
+        out_dir=step_dir,
+        sandbox=rt.sandbox,
+        blackboard=board,
+        store=rt.store,
+    )
+    for rel in _publish(step_dir, state):
+        if rel not in state.published:
+            state.published.append(rel)
+    state.blackboard = board.snapshot()
+    if index < len(state.results):
+        state.results[index] = result
+    else:
+        state.results.append(result)
+    rt.emit(
+        "act.done",
+        job=state.job_id,
+        step=index,
+        skill=step.skill,
+        status=result.status,
+        exit_reason=result.exit_reason,
+        tool_calls=result.metrics.tool_calls,
+    )
+
+
+def _publish(step_dir: Path, state: GoalState) -> list[str]:
+    """Copy a step's outputs to the output folder (never through a link), the job's mirror and the next inputs."""
+    published: list[str] = []
+    if not step_dir.is_dir():
+        return published
+    for path in sorted(step_dir.rglob("*")):
+        if not path.is_file() or path.is_symlink():
+            continue
+        rel = path.relative_to(step_dir).as_posix()
+        try:
+            note = publish_file(path, state.out_dir, rel)
+        except (WorkflowError, OSError) as e:
+            state.notes.append(e.message if isinstance(e, WorkflowError) else f"not written: {rel} ({e})")
+            _log.warning("output.refused", job=state.job_id, path=rel, error=str(e))
+            continue
+        if note is not None and rel not in state.published:
+            state.notes.append(note)
+            _log.warning("output.replaced", job=state.job_id, path=rel)
+        for root in (published_dir(state), state.work_dir / "inputs"):
+            publish_file(path, root, rel)
+        published.append(rel)
+    return published
+
+
+def retry_step(state: GoalState, index: int, rt: Runtime) -> None:
+    """Run step ``index`` once more, told why it stayed unmet; its first try stays as evidence (and in metrics)."""
+    result = state.results[index]
+    state.retried.append(index)
+    unmet = "; ".join(f"{u.what}: {u.why}" for u in result.unmet)[:600]
+    feedback = [render_prompt("reflect/retry", reason=result.exit_reason, unmet=unmet)]
+    rt.emit("reflect.retry", job=state.job_id, step=index, skill=result.skill_id)
+    state.superseded.append(result)
+    act_step(state, index, rt, feedback=feedback)
+
+
+def refuse_replan(state: GoalState, step: int, budget: str, rt: Runtime) -> None:
+    """Say in the goal's notes that a re-plan was due after ``step`` but ``budget`` refused it."""
+    note = f"not re-planned after step {step + 1} ({state.results[step].skill_id}) stayed unmet: "
+    note += f"plan budget spent ({budget})"
+    if note not in state.notes:
+        state.notes.append(note)
+        rt.emit("reflect.replan_refused", job=state.job_id, step=step, reason=budget)
+
+
+def replan(state: GoalState, stuck: int, rt: Runtime) -> bool:
+    """Ask for a new plan from step ``stuck`` on, telling the planner what is done and what failed; the steps before
+    it are kept (their outputs are inputs now). True when the new plan has steps to run (from ``stuck``)."""
+    assert state.plan is not None
+    failed = state.results[stuck]
+    state.replans += 1
+    done = [
+        render_prompt("reflect/step_done", number=i + 1, skill=r.skill_id)
+        for i, r in enumerate(state.results[:stuck])
+        if r.status == "done"
+    ]
+    why = "; ".join(f"{u.what}: {u.why}" for u in failed.unmet)[:600] or failed.exit_reason
+    feedback = [
+        *done,
+        render_prompt(
+            "reflect/step_unmet", number=stuck + 1, skill=failed.skill_id, reason=failed.exit_reason, why=why
+        ),
+        render_prompt("reflect/remaining_work"),
+    ]
+    rt.emit("reflect.replan", job=state.job_id, step=stuck, skill=failed.skill_id)
+    record = Replan(step=stuck, skill=failed.skill_id, reason=f"{failed.exit_reason}: {why}")
+    state.replan_log.append(record)
+    try:
+        outcome = _plan(state, rt, feedback)
+    except WorkflowError as e:
+        rt.emit("reflect.replan_failed", job=state.job_id, error=e.message)
+        record.outcome = f"no usable plan: {e.message}"
+        return False
+    state.plan_metrics.tokens_in += outcome.tokens_in
+    state.plan_metrics.tokens_out += outcome.tokens_out
+    state.plan_metrics.model_calls += outcome.model_calls
+    state.plan_metrics.duration_ms += outcome.duration_ms
+    record.plan_calls = outcome.model_calls
+    if not outcome.plan.steps:
+        no_fit = outcome.plan.no_fit
+        record.outcome = "no skill fits the remaining work" + (f": {no_fit.reason}" if no_fit and no_fit.reason else "")
+        return False
+    record.steps = [s.skill for s in outcome.plan.steps]
+    record.outcome = "re-planned"
+    state.plan = state.plan.model_copy(
+        update={
+            "steps": [*state.plan.steps[:stuck], *outcome.plan.steps],
+            "evaluation": outcome.plan.evaluation or state.plan.evaluation,
+        }
+    )
+    state.superseded += state.results[stuck:]
+    state.results = state.results[:stuck]
+    state.retried = [i for i in state.retried if i < stuck]
+    return True
+
+
+def _slug(skill_id: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", skill_id)[:60]

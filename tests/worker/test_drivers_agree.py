@@ -1,0 +1,135 @@
+"""`run` and a worker are two drivers of one goal machine: a goal that breaks at its third step reports the same
+plan, artifacts and metrics through both, built from the state saved after step 2.
+
+The worker's driver runs here phase by phase against a real (private) Redis ledger, with the phases it queues
+collected in a list instead of Celery; the model and the sandbox are the in-memory fakes, the same for both.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from worker_helpers import RedisServer
+
+from orchestrator.config import Settings, load_settings
+from orchestrator.errors import SandboxError, SandboxErrorCode
+from orchestrator.skills.loader import SkillLibrary
+from orchestrator.testing import ScriptedModel, json_response, tool_call_response
+from orchestrator.testing.sandbox import InMemorySandbox
+from orchestrator.worker.ledger import JobRecord, Ledger
+from orchestrator.worker.phases import PhaseContext, run_phase
+from orchestrator.workflow.models import GoalRequest, GoalResult
+from orchestrator.workflow.run import run_goal
+from orchestrator.workflow.runtime import Runtime
+
+GOAL = "three notes, one after the other"
+
+
+class ToolListUnreadableAtStep3(InMemorySandbox):
+    """The image's tool list cannot be read: step 3, which declares a tool it requires, breaks before any model
+    call (an error of the job's image, not of the worker: the job fails rather than being handed back)."""
+
+    def image_tools(self) -> dict[str, str]:
+        raise SandboxError("the sandbox image's tool list cannot be read", code=SandboxErrorCode.NO_TOOL_LIST,
+                           where="sandbox")
+
+
+def _skills(root: Path) -> Path:
+    for name, extra in (("notes-a", ""), ("notes-b", ""), ("notes-c", "requires-tools: [python3]\n")):
+        folder = root / name
+        folder.mkdir(parents=True)
+        (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: Write {name}.md.\n{extra}---\nWrite it.\n")
+    return root
+
+
+def _model() -> ScriptedModel:
+    plan = {"steps": [{"skill": f"notes-{x}", "outputs": [f"{x}.md"]} for x in "abc"]}
+    act: list[Any] = []
+    for x in "ab":
+        act += [
+            tool_call_response("write_artifact", path=f"{x}.md", text=f"# notes {x}\n"),
+            tool_call_response("finish", summary=f"{x}.md written", outputs=[f"build/{x}.md"]),
+        ]
+    return ScriptedModel([json_response(plan, prompt_tokens=300, completion_tokens=40), *act], estimate_usage=True)
+
+
+class FakeRuntimes:
+    """A runtime factory handing every phase the same fake model and sandbox (as one process would)."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+
+    @contextmanager
+    def open(self, settings: Settings, skills_root: Path, model_spec: str, **_: Any) -> Iterator[Runtime]:
+        yield self.rt
+
+    def kill_containers(self, settings: Settings, job_id: str) -> int:
+        return 0
+
+
+@pytest.fixture(scope="module")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
+    server = RedisServer(tmp_path_factory.mktemp("redis")).start()
+    yield server
+    server.stop()
+
+
+def _through_run(tmp_path: Path, skills: Path) -> GoalResult:
+    settings = load_settings(cache_dir=tmp_path / "run-cache")
+    rt = Runtime(settings=settings, model=_model(), library=SkillLibrary(skills), sandbox=ToolListUnreadableAtStep3({}))
+    return run_goal(GoalRequest(goal=GOAL), tmp_path / "run-out", rt)
+
+
+def _through_a_worker(tmp_path: Path, skills: Path, redis_server: RedisServer) -> tuple[GoalResult, JobRecord]:
+    settings = load_settings(
+        cache_dir=tmp_path / "worker-cache", output_root=tmp_path / "worker-out", skills_dir=skills
+    )
+    ledger = Ledger.from_url(redis_server.url)
+    ledger.create(JobRecord(job_id="parity", goal=GOAL, submitted_at=time.time()))
+    rt = Runtime(settings=settings, model=_model(), library=SkillLibrary(skills), sandbox=ToolListUnreadableAtStep3({}))
+    queued = ["plan"]
+    context = PhaseContext(
+        settings=settings, ledger=ledger, worker="w1", enqueue=lambda record, phase: queued.append(phase),
+        runtimes=FakeRuntimes(rt),
+    )
+    ran = []
+    while queued:
+        ran.append(queued.pop(0))
+        assert run_phase(context, "parity", ran[-1]) == "ok"
+    assert ran == ["plan", "act:0", "act:1", "act:2"]  # the broken step ends the job: no reflect
+    record = ledger.get("parity")
+    assert record is not None and record.result is not None
+    return GoalResult.model_validate(record.result), record
+
+
+def test_a_goal_broken_at_step_3_reports_steps_1_and_2_the_same_through_run_and_a_worker(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    skills = _skills(tmp_path / "skills")
+    by_run = _through_run(tmp_path, skills)
+    by_worker, record = _through_a_worker(tmp_path, skills, redis_server)
+
+    for result in (by_run, by_worker):
+        assert result.status == "failed"
+        assert result.error is not None and result.error.code == "no_tool_list"
+        assert result.error.message == "the sandbox image's tool list cannot be read"
+        assert [s.skill for s in result.plan.steps] == ["notes-a", "notes-b", "notes-c"]
+        assert [(a.path, a.partial) for a in result.artifacts] == [("a.md", True), ("b.md", True)]
+        assert [(s.skill_id, s.status) for s in result.skills] == [("notes-a", "done"), ("notes-b", "done")]
+        assert result.metrics.model_calls == 5 and result.metrics.tool_calls == 4
+    assert by_worker.error == by_run.error
+    assert by_worker.plan == by_run.plan
+    assert [(a.path, a.sha256, a.version) for a in by_worker.artifacts] == [
+        (a.path, a.sha256, a.version) for a in by_run.artifacts
+    ]
+    same = {"tokens_in", "tokens_out", "tool_calls", "model_calls", "containers", "memo_hits", "disclosure"}
+    assert by_worker.metrics.model_dump(include=same) == by_run.metrics.model_dump(include=same)
+    assert by_worker.validation == by_run.validation and by_worker.plan_calls == by_run.plan_calls == 1
+    assert (record.state, record.reason) == ("failed", "the sandbox image's tool list cannot be read")
+    assert [a["path"] for a in record.artifacts] == ["a.md", "b.md"]
+    assert (tmp_path / "worker-out" / "parity" / "b.md").read_text() == "# notes b\n"
