@@ -157,7 +157,10 @@ class Runtimes:
         )
         if scenario_guard is not None and (kind := parse_model_spec(model_spec))[0] == "scripted":
             model_spec = f"{kind[0]}:{scenario_guard(kind[1])}"
-        cache_dir = settings.cache_dir if use_memo else None  # the response cache lives beside the memo
+        # The response cache lives beside the memo. A worker opens a model client per phase, so the turns one
+        # phase answered from the cache would never be told to a scripted server shared by many goals (its
+        # X-Orch-Cached-Turns catch-up needs one client across the goal): workers do not use it.
+        cache_dir = settings.cache_dir if use_memo and not self._keep_models else None
         with self._model(settings, model_spec, job_id, phase, cursor, cache_dir) as (model, server):
             yield Runtime(
                 settings=settings,
