@@ -17,6 +17,7 @@ command -v redis-server >/dev/null 2>&1 || need_pkgs+=(redis-server)
 command -v debootstrap >/dev/null 2>&1 || need_pkgs+=(debootstrap)
 command -v docker-compose >/dev/null 2>&1 || need_pkgs+=(docker-compose)
 command -v npm >/dev/null 2>&1 || need_pkgs+=(npm)  # `npm ci` of the sandbox image's Node libraries, on the host
+(command -v chromium || command -v chromium-browser) >/dev/null 2>&1 || need_pkgs+=(chromium)  # Flower/report checks
 if [ "${#need_pkgs[@]}" -gt 0 ]; then
   log "installing Debian packages: ${need_pkgs[*]}"
   $SUDO apt-get update -qq
