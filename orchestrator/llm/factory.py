@@ -50,23 +50,27 @@ def open_model(
     *,
     trace_path: Path | None = None,
     job_id: str | None = None,
-    phase: tuple[str, int] | None = None,
+    cursor: str | None = None,
     cache_dir: Path | None = None,
 ) -> Iterator[ChatModel]:
     """A chat model for ``spec``, closed (and its scenario server stopped) on exit.
 
     ``trace_path`` (scripted only) defaults to ``$ORCH_SCRIPTED_TRACE``: every request body is appended to it.
-    ``job_id`` (``openai:`` models) is sent as the ``X-Orch-Job`` header of every request, and ``phase`` (the job's
-    phase and its attempt) as ``X-Orch-Phase`` and ``X-Orch-Attempt``. ``cache_dir`` (the cache folder; None with
-    ``--no-memo``) holds the response cache under ``store/responses``.
+    ``job_id`` (``openai:`` models) is sent as the ``X-Orch-Job`` header of every request; ``cursor`` (not None:
+    tracked) is where a scripted conversation stands (``X-Orch-Cursor``, see ``orchestrator.llm.headers``).
+    ``cache_dir`` (the cache folder; None with ``--no-memo``) holds the response cache under ``store/responses``.
     """
     kind, value = parse_model_spec(spec)
     cache = response_cache(cache_dir)
     if kind == "openai":
-        with OpenAIChatModel(value, settings, name=spec, job_id=job_id, phase=phase, cache=cache) as model:
+        with OpenAIChatModel(value, settings, name=spec, job_id=job_id, cursor=cursor, cache=cache) as model:
             yield model
         return
-    with open_scripted_model(Path(value), settings, trace_path=trace_path, name=spec, cache=cache) as (model, _):
+    scenario = Path(value)
+    with open_scripted_model(scenario, settings, trace_path=trace_path, name=spec, cursor=cursor, cache=cache) as (
+        model,
+        _,
+    ):
         yield model
 
 
@@ -87,20 +91,20 @@ def open_scripted_model(
     *,
     trace_path: Path | None = None,
     name: str | None = None,
-    start_at: int = 0,
+    cursor: str | None = None,
     partial: bool = False,
     cache: ResponseCache | None = None,
 ) -> Iterator[tuple[OpenAIChatModel, ScenarioServer]]:
     """The model and its running scenario server (for tests that inspect ``server.requests``).
 
-    ``start_at`` skips that many steps (already played for this goal by an earlier process); ``partial`` means
-    this process plays only some of the steps, so steps left over are expected.
+    ``cursor`` is where the conversation stands (``X-Orch-Cursor``; an earlier process played the steps before
+    it); ``partial`` means this process plays only some of the steps, so steps left over are expected.
     """
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     if trace_path is None and os.environ.get(TRACE_ENV):
         trace_path = Path(os.environ[TRACE_ENV])
-    server = start_scenario_server(scenario, trace_path=trace_path, start_at=start_at)
+    server = start_scenario_server(scenario, trace_path=trace_path)
     try:
         with OpenAIChatModel(
             server.model_name,
@@ -110,6 +114,7 @@ def open_scripted_model(
             name=name or f"scripted:{scenario.source}",
             cache=cache,
             cache_identity=scenario_identity(scenario),
+            cursor=cursor,
         ) as model:
             yield model, server
     finally:

@@ -13,7 +13,7 @@ import json
 import os
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, cast
 from urllib.parse import urlsplit
@@ -22,17 +22,13 @@ import openai
 
 from orchestrator.config import ModelSettings
 from orchestrator.errors import ModelError, ModelErrorCode
+from orchestrator.llm import headers as orch_headers
 from orchestrator.llm.cache import ResponseCache, WireCall, WireReply, request_key
 from orchestrator.llm.interface import Message, ModelResponse, Purpose, ToolCall, ToolSpec, UnreadCall, Usage
 from orchestrator.llm.textcalls import read_text_calls
 from orchestrator.logs import get_logger
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
-PURPOSE_HEADER = "X-Orch-Purpose"
-JOB_HEADER = "X-Orch-Job"
-PHASE_HEADER = "X-Orch-Phase"
-ATTEMPT_HEADER = "X-Orch-Attempt"
-CACHED_TURNS_HEADER = "X-Orch-Cached-Turns"
 
 log = get_logger("orchestrator.llm")
 
@@ -43,7 +39,9 @@ class OpenAIChatModel:
     ``model`` is the id the server knows (``gpt-4o-mini``, ``llama3.1:8b``); ``name`` is what the runtime
     reports (defaults to ``openai:<model>``). ``api_key`` and ``base_url`` default to ``OPENAI_API_KEY`` and
     ``OPENAI_BASE_URL``. ``job_id`` is sent with every request (header ``X-Orch-Job``), so a server shared by many
-    goals (a gateway's logs, our scenario library server) can tell their conversations apart. With a ``cache``
+    goals (a gateway's logs, our scenario library server) can tell their conversations apart. A ``cursor`` (a
+    scripted conversation's position, ``X-Orch-Cursor``) is sent with every request and updated from every answer
+    that carries one (:attr:`cursor`); None: not tracked. With a ``cache``
     (and ``model.response_cache`` on), a deterministic request already answered is answered from it
     (``cache_identity`` names who answers; by default the base URL and the model).
     Raises :class:`ModelError` at construction when no API key is available.
@@ -58,7 +56,7 @@ class OpenAIChatModel:
         base_url: str | None = None,
         name: str | None = None,
         job_id: str | None = None,
-        phase: tuple[str, int] | None = None,
+        cursor: str | None = None,
         cache: ResponseCache | None = None,
         cache_identity: str | None = None,
     ) -> None:
@@ -80,6 +78,8 @@ class OpenAIChatModel:
         self.cache = cache if settings.response_cache else None
         self.cache_identity = cache_identity or f"{self.base_url}|{model}"
         """Who answers, for the response cache: the server and the model (a scripted scenario: its content)."""
+        self.cursor = cursor
+        """Where a scripted conversation stands (``X-Orch-Cursor``); None: not tracked."""
         self.cached_turns: list[str] = []
         """Purposes of the replies served from the cache since the last request sent (told to the server with the
         next one)."""
@@ -88,10 +88,29 @@ class OpenAIChatModel:
             base_url=self.base_url,
             max_retries=settings.max_retries,
             timeout=settings.request_timeout_s,
-            default_headers=_run_headers(job_id, phase),
-            # A proxy from the environment must not capture a local server (Ollama, our scenario server).
-            http_client=openai.DefaultHttpxClient(trust_env=False) if _is_loopback(self.base_url) else None,
+            default_headers={orch_headers.JOB: job_id} if job_id else None,
+            http_client=self._http_client(),
         )
+
+    def _http_client(self) -> Any:
+        """The SDK's HTTP client: no proxy from the environment for a local server (Ollama, our scenario server);
+        with a tracked cursor, hooks that send it with every request the SDK makes (its retries included) and
+        take the position every answer carries."""
+        loopback = _is_loopback(self.base_url)
+        if self.cursor is None:
+            return openai.DefaultHttpxClient(trust_env=False) if loopback else None
+
+        def send_cursor(request: Any) -> None:
+            if self.cursor is not None:
+                request.headers[orch_headers.CURSOR] = self.cursor
+
+        def take_cursor(response: Any) -> None:
+            position = response.headers.get(orch_headers.CURSOR)
+            if position:
+                self.cursor = position[:2000]
+
+        hooks: dict[str, list[Callable[..., Any]]] = {"request": [send_cursor], "response": [take_cursor]}
+        return openai.DefaultHttpxClient(trust_env=not loopback, event_hooks=hooks)
 
     # --- ChatModel --------------------------------------------------------------------------------
 
@@ -111,12 +130,12 @@ class OpenAIChatModel:
             self.cached_turns.append(purpose)
             log.debug("model.cache_hit", model=self.model, purpose=purpose, key=key[:16] if key else None)
             return self._response(cached, offered, len(messages), latency_ms=0, cache_hit=True)
-        headers: dict[str, str] = {PURPOSE_HEADER: purpose}
+        headers: dict[str, str] = {orch_headers.PURPOSE: purpose}
         if self.cached_turns:
             # A scenario server keeps its script in step with turns it never saw (one token per batch, so the
             # SDK's retries of this request are not counted twice).
             turns = self.cached_turns
-            headers[CACHED_TURNS_HEADER] = f"{len(turns)} {uuid.uuid4().hex} {','.join(turns)}"
+            headers[orch_headers.CACHED_TURNS] = f"{len(turns)} {uuid.uuid4().hex} {','.join(turns)}"
         started = time.perf_counter()
         try:
             completion = self._client.chat.completions.create(**cast(Any, request), extra_headers=headers)
@@ -363,13 +382,3 @@ def _is_loopback(url: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
-
-
-def _run_headers(job_id: str | None, phase: tuple[str, int] | None) -> dict[str, str] | None:
-    """What a shared server needs to tell conversations apart: the job, and the phase and attempt asking."""
-    if not job_id:
-        return None
-    headers = {JOB_HEADER: job_id}
-    if phase is not None:
-        headers |= {PHASE_HEADER: phase[0], ATTEMPT_HEADER: str(phase[1])}
-    return headers

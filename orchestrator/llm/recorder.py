@@ -2,7 +2,7 @@
 
 ``record-llm --upstream URL --out DIR`` listens on a loopback port; point ``OPENAI_BASE_URL`` at it and every chat
 completion is forwarded to the upstream server unchanged and appended to ``DIR/exchanges.jsonl``: the request body,
-the runtime's ``X-Orch-*`` headers (purpose, job, phase), the status, the response body and the time it took. The
+the runtime's ``X-Orch-*`` headers (purpose, job, cursor), the status, the response body and the time it took. The
 API key is forwarded, never written. :func:`load_recording` turns a recording into a :class:`Scenario` whose steps
 reply exactly what the real model replied, so ``scripted-llm --scenario DIR`` and ``--model scripted:DIR`` replay
 the session offline (record with ``--no-memo`` so no turn was answered from the response cache).
@@ -23,6 +23,7 @@ from typing import Any, Self
 from urllib.parse import urlsplit
 
 from orchestrator.errors import ConfigError
+from orchestrator.llm import headers as orch_headers
 from orchestrator.llm.scenario import Scenario
 from orchestrator.logs import get_logger, mask_secrets
 
@@ -31,8 +32,7 @@ META = "recording.json"
 MAX_BODY_BYTES = 64 * 1024 * 1024
 USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "cached_tokens")
 _FORWARDED = ("authorization", "content-type", "accept", "openai-organization", "openai-project", "api-key")
-_RECORDED_HEADERS = {"purpose": "X-Orch-Purpose", "job": "X-Orch-Job", "phase": "X-Orch-Phase",
-                     "attempt": "X-Orch-Attempt"}
+_RECORDED_HEADERS = {"purpose": orch_headers.PURPOSE, "job": orch_headers.JOB, "cursor": orch_headers.CURSOR}
 log = get_logger("orchestrator.llm")
 
 

@@ -3,16 +3,22 @@
 A :class:`~orchestrator.llm.scenario_server.ScenarioServer` has one player; a library server has one per
 (scenario, job). Turns the client answered from its response cache are skipped when the next request says how many
 there were (``X-Orch-Cached-Turns: N TOKEN``, once per token), so the script stays in step with the conversation.
+
+Where the conversation stands is its *position* (:attr:`ScenarioPlayer.position`, ``X-Orch-Cursor``): every answer
+carries the position after it, and a request carrying one is played from there. That is how a goal's phases on
+different workers continue one script, and how a phase run again after a takeover plays its steps again.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
+from orchestrator.llm.headers import CURSOR
 from orchestrator.llm.scenario import (
     Reply,
     Scenario,
@@ -26,6 +32,7 @@ from orchestrator.llm.scenario import (
 from orchestrator.logs import get_logger
 
 _RETRYABLE_STATUSES = {408, 409, 429}
+_POSITION = re.compile(r"^(\d{1,6})((?:;[a-z_]{0,20}=\d{1,6}){0,10})$")
 
 log = get_logger("orchestrator.scenario_server")
 
@@ -59,7 +66,6 @@ class ScenarioPlayer:
         scenario: Scenario,
         *,
         trace_path: Path | None = None,
-        start_at: int = 0,
         session: str | None = None,
         trace_lock: threading.Lock | None = None,
     ) -> None:
@@ -72,10 +78,7 @@ class ScenarioPlayer:
         self.purposes: list[str | None] = []
         self.failures: list[str] = []
         """The message of every mismatch, exhausted-steps or malformed request, in order."""
-        self._next_step = start_at
-        """Steps before ``start_at`` count as used: a goal resumed in another process continues its script."""
-        self._phases: dict[str, tuple[str, int]] = {}
-        """Per phase of the job: the attempt that asked last and the step where the phase started."""
+        self._next_step = 0
         self._by_purpose: dict[str | None, int] = {}
         """``order: by_purpose``: how many steps each purpose's queue has played."""
         self._played: set[int] = set()
@@ -99,26 +102,40 @@ class ScenarioPlayer:
     def steps_left(self) -> int:
         return len(self.scenario.steps) - self.steps_used
 
-    def restart_at(self, step: int) -> None:
-        """Play again from ``step`` (0-based) with a clean record: one server serves a goal's phases in turn."""
+    @property
+    def position(self) -> str:
+        """Where the conversation stands: ``N`` (the next step) and, for ``order: by_purpose``, how many steps of
+        each purpose's queue were played (``N;plan=1;act=3``)."""
         with self._lock:
-            self._next_step = step
+            return self._position()
+
+    def _position(self) -> str:
+        played = "".join(f";{p or ''}={n}" for p, n in sorted(self._by_purpose.items(), key=lambda kv: kv[0] or ""))
+        return f"{self._next_step}{played}"
+
+    def _resume(self, position: str | None) -> None:
+        """Play from ``position`` (``X-Orch-Cursor``); text that is not a position is ignored (and logged)."""
+        if position is None or position == self._position():
+            return
+        match = _POSITION.match(position.strip()[:2000])
+        if match is None or int(match.group(1)) > len(self.scenario.steps):
+            log.warning("scenario_server.bad_cursor", session=self.session, cursor=position[:100])
+            return
+        self._next_step = int(match.group(1))
+        self._by_purpose = {}
+        for part in filter(None, (match.group(2) or "").split(";")):
+            purpose, _, count = part.partition("=")
+            self._by_purpose[purpose or None] = int(count)
+        queued = [self._queue(p)[:n] for p, n in self._by_purpose.items()]
+        self._played = {i for q in queued for i in q} | set(range(self._next_step if self.scenario.order ==
+                                                                  "sequence" else 0))
+
+    def clear_records(self) -> None:
+        """Forget the requests and failures kept so far (a worker's server serves goal after goal)."""
+        with self._lock:
             self.requests.clear()
             self.purposes.clear()
             self.failures.clear()
-
-    def enter_phase(self, phase: str, attempt: str) -> None:
-        """A request of ``phase`` by ``attempt``: the first marks where the phase starts in the script; one from
-        another attempt (the phase retried after its worker died) plays the phase again from that step."""
-        with self._lock:
-            mark = self._phases.get(phase)
-            if mark is None:
-                self._phases[phase] = (attempt, self._next_step)
-            elif mark[0] != attempt:
-                log.info("scenario_server.phase_replayed", session=self.session, phase=phase, attempt=attempt,
-                         from_step=mark[1] + 1)
-                self._phases[phase] = (attempt, mark[1])
-                self._next_step = mark[1]
 
     def assert_all_used(self) -> None:
         """Raise :class:`ScriptMismatch` if a request failed its step or a step was never requested."""
@@ -145,16 +162,21 @@ class ScenarioPlayer:
 
     # --- request handling -------------------------------------------
 
-    def answer(self, body: Any, purpose: str | None, path: str, cached: str | None = None) -> _Answer:
-        """Play the next step for one chat completion request (called from handler threads). ``cached`` is the
-        ``X-Orch-Cached-Turns`` header: ``N TOKEN``, the turns the client answered from its cache since its last
-        request, whose steps are passed over first."""
+    def answer(
+        self, body: Any, purpose: str | None, path: str, cached: str | None = None, cursor: str | None = None
+    ) -> _Answer:
+        """Play the next step for one chat completion request (called from handler threads). ``cursor`` is the
+        ``X-Orch-Cursor`` header: the position to play from; ``cached`` the ``X-Orch-Cached-Turns`` header: ``N
+        TOKEN``, the turns the client answered from its cache since its last request, whose steps are passed over
+        first. The answer carries the position after it (``X-Orch-Cursor``)."""
         with self._lock:
             request_no = len(self.requests) + 1
             self.requests.append(body if isinstance(body, dict) else {"_raw": body})
             self.purposes.append(purpose)
+            self._resume(cursor)
             skipped = self._skip_cached(cached)
             step_no, answer, problems = self._play(body, purpose, request_no)
+            answer.headers[CURSOR] = self._position()
             self._trace(request_no, step_no, purpose, path, answer, problems, body, skipped)
         if step_no is not None and not problems:
             step = self.scenario.steps[step_no - 1]

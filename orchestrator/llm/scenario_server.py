@@ -23,20 +23,11 @@ from typing import Any, Self
 from urllib.parse import urlsplit
 
 from orchestrator.errors import ConfigError
+from orchestrator.llm import headers
 from orchestrator.llm.scenario import Scenario, load_scenario
 from orchestrator.llm.scenario_player import ScenarioPlayer, _Answer, _error
 from orchestrator.logs import get_logger
 
-PURPOSE_HEADER = "X-Orch-Purpose"
-JOB_HEADER = "X-Orch-Job"
-"""Names the conversation (the job) a request belongs to; a library server keeps one step cursor per job."""
-PHASE_HEADER = "X-Orch-Phase"
-ATTEMPT_HEADER = "X-Orch-Attempt"
-CACHED_TURNS_HEADER = "X-Orch-Cached-Turns"
-"""``N TOKEN PURPOSES``: the client answered N turns (of these purposes) from its response cache since its last
-request: steps to pass over."""
-"""The job's phase (``plan``, ``act:1``, ``reflect``) and its attempt: a library server plays a phase asked again by a
-later attempt (retried after its worker died) from where that phase started."""
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
 MODELS_PATHS = ("/v1/models", "/models")
 
@@ -112,8 +103,8 @@ class _Serving:
         purpose: str | None,
         path: str,
         job: str | None,
-        phase: tuple[str, str] | None = None,
         cached: str | None = None,
+        cursor: str | None = None,
     ) -> _Answer:
         raise NotImplementedError
 
@@ -131,9 +122,8 @@ class ScenarioServer(_Serving):
         host: str = "127.0.0.1",
         port: int = 0,
         trace_path: Path | None = None,
-        start_at: int = 0,
     ) -> None:
-        self.player = ScenarioPlayer(scenario, trace_path=trace_path, start_at=start_at)
+        self.player = ScenarioPlayer(scenario, trace_path=trace_path)
         super().__init__(host, port)
 
     @property
@@ -170,9 +160,10 @@ class ScenarioServer(_Serving):
     def steps_left(self) -> int:
         return self.player.steps_left
 
-    def restart_at(self, step: int) -> None:
-        """Play again from ``step`` (0-based) with a clean record: one server serves a goal's phases in turn."""
-        self.player.restart_at(step)
+    @property
+    def position(self) -> str:
+        """Where the conversation stands (``X-Orch-Cursor``)."""
+        return self.player.position
 
     def assert_all_used(self) -> None:
         """Raise :class:`ScriptMismatch` if a request failed its step or a step was never requested."""
@@ -184,10 +175,10 @@ class ScenarioServer(_Serving):
         purpose: str | None,
         path: str,
         job: str | None,
-        phase: tuple[str, str] | None = None,
         cached: str | None = None,
+        cursor: str | None = None,
     ) -> _Answer:
-        return self.player.answer(body, purpose, path, cached)
+        return self.player.answer(body, purpose, path, cached, cursor)
 
     def _answer_models(self, path: str) -> _Answer:
         return _models_answer(path, [self.model_name])
@@ -252,8 +243,8 @@ class ScenarioLibraryServer(_Serving):
         purpose: str | None,
         path: str,
         job: str | None,
-        phase: tuple[str, str] | None = None,
         cached: str | None = None,
+        cursor: str | None = None,
     ) -> _Answer:
         name = body.get("model") if isinstance(body, dict) else None
         if not isinstance(name, str) or name not in self.scenarios:
@@ -262,9 +253,7 @@ class ScenarioLibraryServer(_Serving):
             log.warning("scenario_server.unknown_model", model=name, job=job)
             return _error(404, message, type_="invalid_request_error", code="model_not_found", retry=False)
         player = self.player(name, job[:200] if job else None)
-        if job and phase is not None:
-            player.enter_phase(phase[0][:100], phase[1][:20])
-        return player.answer(body, purpose, path, cached)
+        return player.answer(body, purpose, path, cached, cursor)
 
     def _answer_models(self, path: str) -> _Answer:
         return _models_answer(path, sorted(self.scenarios))
@@ -313,12 +302,11 @@ class _Handler(BaseHTTPRequestHandler):
             message = "request body is not valid JSON"
             self._send(_error(400, message, type_="invalid_request_error", code="invalid_json", retry=False))
             return
-        purpose = self.headers.get(PURPOSE_HEADER)
-        job = self.headers.get(JOB_HEADER)
-        phase, attempt = self.headers.get(PHASE_HEADER), self.headers.get(ATTEMPT_HEADER)
-        asked = (phase, attempt or "") if phase else None
-        cached = self.headers.get(CACHED_TURNS_HEADER)
-        self._send(self.server.scenario_server._answer_chat(body, purpose, path, job, asked, cached))
+        purpose = self.headers.get(headers.PURPOSE)
+        job = self.headers.get(headers.JOB)
+        cached = self.headers.get(headers.CACHED_TURNS)
+        cursor = self.headers.get(headers.CURSOR)
+        self._send(self.server.scenario_server._answer_chat(body, purpose, path, job, cached, cursor))
 
     def _not_found(self, path: str) -> None:
         message = f"no route {path!r}: the scripted server serves POST /v1/chat/completions and GET /v1/models"
@@ -344,11 +332,10 @@ def start_scenario_server(
     trace_path: Path | str | None = None,
     host: str = "127.0.0.1",
     port: int = 0,
-    start_at: int = 0,
 ) -> ScenarioServer:
     """Serve ``scenario`` (parsed, or a file path) from a background thread; port 0 picks a free port."""
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     return ScenarioServer(
-        scenario, host=host, port=port, trace_path=Path(trace_path) if trace_path else None, start_at=start_at
+        scenario, host=host, port=port, trace_path=Path(trace_path) if trace_path else None
     ).start()

@@ -238,7 +238,6 @@ def _advance(pc: PhaseContext, record: JobRecord, saved: Checkpoint, phase: Phas
         req.get("model") or settings.model.name,
         scenario_guard=lambda value: scenario_file(settings, value),  # never a file outside the scenario folders
         job_id=record.job_id,
-        phase=(phases.token(phase), attempt),
         cursor=saved.model_cursor,
         on_event=lambda name, data: pc.on_event(name, {"job": record.job_id, **data}),
     ) as rt:

@@ -182,8 +182,9 @@ class GoalState(BaseModel):
     notes: list[str] = []
 
 
-CHECKPOINT_VERSION = 2
-"""Bumped whenever a saved ``GoalState`` would no longer read back the same (1: the unversioned checkpoints)."""
+CHECKPOINT_VERSION = 3
+"""Bumped whenever a saved checkpoint would no longer read back the same (1: the unversioned checkpoints; 2: an
+integer step cursor; 3: the conversation's position as the scenario server spells it)."""
 
 
 class Checkpoint(BaseModel):
@@ -191,8 +192,8 @@ class Checkpoint(BaseModel):
 
     version: int = CHECKPOINT_VERSION
     state: GoalState
-    model_cursor: int = 0
-    """Where a scripted model's conversation stands (steps of its scenario used so far)."""
+    model_cursor: str = "0"
+    """Where a scripted model's conversation stands (``X-Orch-Cursor``, as the scenario server last said)."""
 
     @classmethod
     def load(cls, data: dict[str, Any]) -> Checkpoint:

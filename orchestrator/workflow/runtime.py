@@ -40,6 +40,8 @@ EventSink = Callable[[str, dict[str, Any]], None]
 ScenarioGuard = Callable[[str], Path]
 _log = get_logger("orchestrator.workflow")
 MAX_KEPT_MODELS = 8
+START = "0"
+"""The position of a conversation that has not begun (``X-Orch-Cursor``)."""
 
 
 @dataclass
@@ -52,8 +54,6 @@ class Runtime:
     sandbox: SandboxBackend | None = None
     store: MemoStore | None = None
     on_event: EventSink = field(default=lambda name, data: None)
-    conversation: ScenarioServer | None = None
-    """A scripted model's server in this process (its step cursor is where the goal's script stands)."""
 
     def emit(self, name: str, **data: Any) -> None:
         _log.info(name, **data)
@@ -62,9 +62,10 @@ class Runtime:
     def skill_versions(self, skill_ids: Iterable[str]) -> list[SkillVersion]:
         return skill_versions(self.library, skill_ids)
 
-    def cursor(self, default: int) -> int:
-        """Where a scripted conversation stands now (``default`` for any other model)."""
-        return default if self.conversation is None else int(self.conversation.steps_used)
+    def cursor(self, default: str) -> str:
+        """Where a scripted conversation stands now (``X-Orch-Cursor``; ``default`` when the model tracks none)."""
+        position = getattr(self.model, "cursor", None)
+        return position if isinstance(position, str) else default
 
     @property
     def model_seconds(self) -> float:
@@ -85,6 +86,12 @@ class TimedModel:
         self.name = model.name
         self.seconds = 0.0
         self.errors: list[OrchestratorError] = []
+
+    @property
+    def cursor(self) -> str | None:
+        """The wrapped model's conversation position, when it tracks one."""
+        position = getattr(self._model, "cursor", None)
+        return position if isinstance(position, str) else None
 
     def complete(
         self,
@@ -116,8 +123,7 @@ class RuntimeSource(Protocol):
         *,
         scenario_guard: ScenarioGuard | None = None,
         job_id: str | None = None,
-        phase: tuple[str, int] | None = None,
-        cursor: int = 0,
+        cursor: str | None = None,
         use_memo: bool = True,
         on_event: EventSink | None = None,
     ) -> AbstractContextManager[Runtime]: ...
@@ -144,14 +150,13 @@ class Runtimes:
         *,
         scenario_guard: ScenarioGuard | None = None,
         job_id: str | None = None,
-        phase: tuple[str, int] | None = None,
-        cursor: int = 0,
+        cursor: str | None = None,
         use_memo: bool = True,
         on_event: EventSink | None = None,
     ) -> Iterator[Runtime]:
-        """A ready ``Runtime`` for one goal (``run``) or one phase of a job (``job_id``, ``phase``: its token and
-        attempt; ``cursor``: where its scripted conversation stands). ``scenario_guard`` checks a ``scripted:``
-        model's scenario path (and gives the file to read) before anything reads it."""
+        """A ready ``Runtime`` for one goal (``run``) or one phase of a job (``job_id``; ``cursor``: where its
+        scripted conversation stands, sent as ``X-Orch-Cursor`` and tracked). ``scenario_guard`` checks a
+        ``scripted:`` model's scenario path (and gives the file to read) before anything reads it."""
         library = SkillLibrary(
             skills_root, l2_max_tokens=settings.disclosure.l2_max_tokens, cache=ReadCache(), work_dirs=RUNTIME_WORK_DIRS
         )
@@ -161,7 +166,7 @@ class Runtimes:
         # phase answered from the cache would never be told to a scripted server shared by many goals (its
         # X-Orch-Cached-Turns catch-up needs one client across the goal): workers do not use it.
         cache_dir = settings.cache_dir if use_memo and not self._keep_models else None
-        with self._model(settings, model_spec, job_id, phase, cursor, cache_dir) as (model, server):
+        with self._model(settings, model_spec, job_id, cursor, cache_dir) as model:
             yield Runtime(
                 settings=settings,
                 model=TimedModel(model),
@@ -169,7 +174,6 @@ class Runtimes:
                 sandbox=self._sandbox(settings),
                 store=MemoStore(settings.cache_dir / "store") if use_memo else None,
                 on_event=on_event or (lambda name, data: None),
-                conversation=server,
             )
 
     def _sandbox(self, settings: Settings) -> StagedSandbox:
@@ -187,17 +191,15 @@ class Runtimes:
         settings: Settings,
         spec: str,
         job_id: str | None,
-        phase: tuple[str, int] | None,
-        cursor: int,
+        cursor: str | None,
         cache_dir: Path | None,
-    ) -> Iterator[tuple[ChatModel, ScenarioServer | None]]:
+    ) -> Iterator[ChatModel]:
         kind, value = parse_model_spec(spec)
         if kind != "scripted" or not self._keep_models:
             # The job id goes along with every request, so a model server shared by many goals (the compose
-            # stack's scripted-llm, a gateway) can tell their conversations apart; with the phase and its
-            # attempt, such a server can also play a phase retried after a takeover again.
-            with open_model(spec, settings.model, job_id=job_id, phase=phase, cache_dir=cache_dir) as model:
-                yield model, None
+            # stack's scripted-llm, a gateway) can tell their conversations apart.
+            with open_model(spec, settings.model, job_id=job_id, cursor=cursor, cache_dir=cache_dir) as model:
+                yield model
             return
         # Building an HTTP client costs more than a phase's bookkeeping: a worker keeps a few, per thread.
         # By value, as JSON: the model settings hold dicts (profiles), so the model itself is not hashable.
@@ -207,16 +209,18 @@ class Runtimes:
             if entry is None:
                 server = start_scenario_server(load_scenario(Path(value)))
                 model = OpenAIChatModel(
-                    server.model_name, settings.model, api_key=SCRIPTED_API_KEY, base_url=server.base_url, name=spec
+                    server.model_name, settings.model, api_key=SCRIPTED_API_KEY, base_url=server.base_url, name=spec,
+                    cursor=START,
                 )
                 entry = (model, server)
             self._models[key] = entry
             while len(self._models) > MAX_KEPT_MODELS:
                 _close(self._models.popitem(last=False)[1])
         model, server = entry
-        server.restart_at(cursor)  # rewound to where this goal's scenario stands
+        model.cursor = cursor or START  # where this goal's script stands: every request says so
+        server.player.clear_records()
         try:
-            yield model, server
+            yield model
         except BaseException:
             with self._lock:
                 self._models.pop(key, None)

@@ -185,28 +185,32 @@ def test_the_cli_wants_exactly_one_of_scenario_or_scenarios(library: Path) -> No
     assert done.returncode == 2 and "exactly one of --scenario FILE or --scenarios DIR" in done.stderr
 
 
-def test_a_phase_asked_again_by_a_later_attempt_is_played_again_from_where_it_started(
+def test_a_phase_run_again_after_a_takeover_sends_its_saved_position_and_its_steps_are_played_again(
     server: ScenarioLibraryServer,
 ) -> None:
-    def in_phase(phase: str, attempt: int) -> OpenAIChatModel:
-        return OpenAIChatModel(
-            "count", SETTINGS, api_key="k", base_url=server.base_url, job_id="job-r", phase=(phase, attempt)
-        )
+    def phase_from(saved: str) -> OpenAIChatModel:  # a worker's phase: the position saved before it
+        return OpenAIChatModel("count", SETTINGS, api_key="k", base_url=server.base_url, job_id="job-r", cursor=saved)
 
-    assert in_phase("plan", 1).complete(user("count"), purpose="plan").content == "one"
-    assert in_phase("act:0", 1).complete(user("go"), purpose="act").content == "two"  # then its worker died
-    assert in_phase("act:0", 2).complete(user("go"), purpose="act").content == "two"  # the takeover's run
-    assert in_phase("reflect", 2).complete(user("go"), purpose="semantic").content == "three"
+    plan = phase_from("0")
+    assert plan.complete(user("count"), purpose="plan").content == "one" and plan.cursor == "1"
+    dying = phase_from(plan.cursor)
+    assert dying.complete(user("go"), purpose="act").content == "two"  # then its worker died, nothing saved
+    again = phase_from(plan.cursor)  # the takeover's run starts from the state saved after plan
+    assert again.complete(user("go"), purpose="act").content == "two" and again.cursor == "2"
+    assert phase_from(again.cursor).complete(user("go"), purpose="semantic").content == "three"
     assert server.failures == []
 
 
-def test_the_same_attempt_asking_again_goes_on_with_the_script(server: ScenarioLibraryServer) -> None:
-    def in_phase(phase: str, attempt: int) -> OpenAIChatModel:
-        return OpenAIChatModel(
-            "count", SETTINGS, api_key="k", base_url=server.base_url, job_id="job-s", phase=(phase, attempt)
-        )
+def test_a_client_that_tracks_no_position_goes_on_with_the_servers_script(server: ScenarioLibraryServer) -> None:
+    def client() -> OpenAIChatModel:
+        return OpenAIChatModel("count", SETTINGS, api_key="k", base_url=server.base_url, job_id="job-s")
 
-    assert in_phase("plan", 1).complete(user("count"), purpose="plan").content == "one"
-    assert in_phase("plan", 1).complete(user("go"), purpose="act").content == "two"  # not step 1 again
+    assert client().complete(user("count"), purpose="plan").content == "one"
+    assert client().complete(user("go"), purpose="act").content == "two"  # not step 1 again
     assert server.failures == []
     assert {p.session: p.steps_used for p in server.players} == {"job-s": 2}
+
+
+def test_a_position_that_is_not_one_is_ignored(server: ScenarioLibraryServer) -> None:
+    junk = OpenAIChatModel("count", SETTINGS, api_key="k", base_url=server.base_url, job_id="job-j", cursor="9;x=1")
+    assert junk.complete(user("count"), purpose="plan").content == "one" and junk.cursor == "1"

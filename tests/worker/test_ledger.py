@@ -12,7 +12,7 @@ from worker_helpers import RedisServer
 
 from orchestrator.errors import WorkflowError
 from orchestrator.worker.ledger import JobRecord, Ledger
-from orchestrator.workflow.models import Checkpoint, GoalRequest, GoalState
+from orchestrator.workflow.models import CHECKPOINT_VERSION, Checkpoint, GoalRequest, GoalState
 
 
 @pytest.fixture(scope="module")
@@ -156,7 +156,7 @@ def test_a_checkpoint_of_another_schema_version_is_refused_saying_so(ledger: Led
     old = _checkpoint().model_dump(mode="json")
     del old["version"]  # as the first workers saved it
     ledger.r.set("orch:checkpoint:j1", json.dumps(old))
-    with pytest.raises(WorkflowError, match="schema version 1; this worker reads version 2"):
+    with pytest.raises(WorkflowError, match=f"schema version 1; this worker reads version {CHECKPOINT_VERSION}"):
         ledger.load_checkpoint("j1")
     ledger.r.set("orch:checkpoint:j1", json.dumps({**_checkpoint().model_dump(mode="json"), "state": {"plan": 7}}))
     with pytest.raises(WorkflowError, match="the goal's saved state does not read back"):
