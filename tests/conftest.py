@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,15 +14,48 @@ import pytest
 from orchestrator.testing import ScriptedModel
 
 TEST_LABEL_PREFIX = "orchtest"
-SERVICE_MARKERS = {"docker_client": "docker", "redis_url": "redis"}
+SERVICE_MARKERS = {"docker_client": ("docker",), "redis_url": ("redis",)}
+"""Shared fixtures whose use means the service."""
+STARTS = {
+    "RedisServer(": ("redis",),
+    "TlsAclRedis(": ("redis",),
+    "Cluster(": ("redis", "docker", "cluster"),
+    "start_worker(": ("redis", "docker", "cluster"),
+}
+"""Code that starts a service of its own: a test whose body or fixtures (at any depth) hold it needs the service."""
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Mark each test by the real services it uses (``-m "not docker"`` selects the rest; CI runs all)."""
+    """Mark each test by the real services it uses, read from its fixtures and from the code it and they run:
+    ``-m "not redis"`` selects only tests that need no Redis (no cluster either), ``-m "not docker"`` none that
+    needs an engine; CI runs all."""
     for item in items:
-        for fixture, marker in SERVICE_MARKERS.items():
+        wanted: set[str] = set()
+        for fixture, markers in SERVICE_MARKERS.items():
             if fixture in getattr(item, "fixturenames", ()):
-                item.add_marker(marker)
+                wanted.update(markers)
+        code = _code_run_by(item)
+        for start, markers in STARTS.items():
+            if start in code:
+                wanted.update(markers)
+        for marker in sorted(wanted):
+            item.add_marker(marker)
+
+
+def _code_run_by(item: pytest.Item) -> str:
+    functions = [getattr(item, "function", None)]
+    info = getattr(item, "_fixtureinfo", None)
+    for defs in (info.name2fixturedefs.values() if info is not None else ()):
+        functions += [d.func for d in defs]
+    return "".join(_source(f) for f in functions if f is not None)
+
+
+@functools.cache
+def _source(function: Any) -> str:
+    try:
+        return inspect.getsource(function)
+    except (OSError, TypeError):
+        return ""
 
 
 @pytest.fixture(autouse=True)

@@ -9,6 +9,7 @@ from orchestrator.cli.download import download
 from orchestrator.config import Settings
 from orchestrator.worker.ledger import RERUNNABLE, Ledger
 from orchestrator.worker.submit import next_run
+from orchestrator.workflow import phases
 
 EXIT_REFUSED = 1
 
@@ -55,7 +56,7 @@ def rerun_job(ledger: Ledger, settings: Settings, job_id: str, *, as_json: bool)
     fresh = next_run(record)
     outcome, previous = ledger.rerun(fresh)
     if outcome == "queued":
-        enqueue_phase(create_app(settings), settings, ledger, fresh, "plan")
+        enqueue_phase(create_app(settings), settings, ledger, fresh, phases.token(phases.FIRST))
     if as_json:
         emit_json({"job_id": job_id, "outcome": outcome, "previous_state": previous, "run": fresh.run})
     elif outcome == "queued":

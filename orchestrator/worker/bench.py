@@ -28,6 +28,7 @@ from pydantic import BaseModel
 
 from orchestrator.errors import ConfigError
 from orchestrator.worker.ledger import TERMINAL, JobRecord, Ledger
+from orchestrator.workflow.phases import is_phase_token
 
 
 class ThroughputRun(BaseModel):
@@ -119,7 +120,7 @@ def _measure(workers: int, goals: int, records: list[JobRecord]) -> ThroughputRu
     overheads = []
     models = []
     for r in finished:
-        phases = sum(v for k, v in r.timings.items() if k in ("plan", "reflect") or k.startswith("act:"))
+        phases = sum(v for k, v in r.timings.items() if is_phase_token(k))
         inside = r.timings.get("model", 0.0) + r.timings.get("scripts", 0.0)
         overheads.append(max(0.0, phases - inside))
         models.append(r.timings.get("model", 0.0))

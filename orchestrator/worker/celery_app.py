@@ -13,8 +13,10 @@ from celery import Celery
 
 from orchestrator.config import Settings, load_settings
 from orchestrator.worker.limits import visibility_timeout_s
+from orchestrator.workflow import phases
+from orchestrator.workflow.phases import PhaseKind
 
-TASK_NAMES = {"plan": "orchestrator.plan", "act": "orchestrator.act", "reflect": "orchestrator.reflect"}
+TASK_NAMES = {kind: f"orchestrator.{kind.value}" for kind in (PhaseKind.PLAN, PhaseKind.ACT, PhaseKind.REFLECT)}
 QUEUE = "orchestrator"
 
 
@@ -51,10 +53,12 @@ def create_app(settings: Settings | None = None) -> Celery:
     return app
 
 
-def phase_task(phase: str) -> tuple[str, dict[str, Any]]:
-    """The task name and keyword arguments of a phase token (``plan``, ``act:N``, ``reflect``)."""
-    kind, _, step = phase.partition(":")
-    return TASK_NAMES[kind], ({"step": int(step)} if step else {})
+def phase_task(token: str) -> tuple[str, dict[str, Any]]:
+    """The task name and keyword arguments of a phase token (``workflow.phases``)."""
+    phase = phases.parse(token)
+    if isinstance(phase, phases.Done):
+        raise ValueError("a goal that is done has no task")
+    return TASK_NAMES[phase.kind], ({"step": phase.index} if isinstance(phase, phases.Act) else {})
 
 
 app = create_app()

@@ -9,6 +9,7 @@ from orchestrator.worker.celery_app import phase_task
 from orchestrator.worker.ledger import JobRecord, Ledger
 from orchestrator.worker.limits import hard_limit_s, soft_limit_s
 from orchestrator.worker.phases import job_settings
+from orchestrator.workflow import phases
 
 
 def send_phase(celery_app: Any, settings: Settings, record: JobRecord, phase: str) -> str:
@@ -17,7 +18,7 @@ def send_phase(celery_app: Any, settings: Settings, record: JobRecord, phase: st
     name, kwargs = phase_task(phase)
     limits_settings = job_settings(settings, record.request)
     steps = len(record.plan) or 1
-    kind = phase.split(":")[0]
+    kind = phases.parse(phase).kind
     shown = f"job={record.job_id}"
     if "step" in kwargs:
         skill = record.plan[kwargs["step"]] if kwargs["step"] < len(record.plan) else "?"

@@ -13,7 +13,8 @@ import json
 import secrets
 import time
 from collections.abc import Iterable
-from typing import Any, Literal
+from enum import StrEnum
+from typing import Any, Literal, NamedTuple
 
 import redis
 from pydantic import BaseModel, Field
@@ -21,7 +22,9 @@ from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 from redis.typing import EncodableT, FieldT
 
+from orchestrator.workflow import phases
 from orchestrator.workflow.models import Checkpoint, SkillsUsed
+from orchestrator.workflow.phases import PhaseKind
 
 JobState = Literal["queued", "planning", "acting", "reflecting", "done", "unmet", "failed", "cancelled"]
 """What the ledger stores. ``stalled`` is never stored: it is how a running job whose heartbeat stopped is shown."""
@@ -36,9 +39,36 @@ def job_key(job_id: str) -> str:
     return f"{PREFIX}:job:{job_id}"
 
 
-def phase_state(phase: str) -> JobState:
-    """The ledger state of a job while ``phase`` (``plan``, ``act:N``, ``reflect``) runs."""
-    return {"plan": "planning", "reflect": "reflecting"}.get(phase, "acting")  # type: ignore[return-value]
+_RUNNING_STATES: dict[PhaseKind, JobState] = {
+    PhaseKind.PLAN: "planning", PhaseKind.ACT: "acting", PhaseKind.REFLECT: "reflecting"
+}
+
+
+def phase_state(token: str) -> JobState:
+    """The ledger state of a job while the phase ``token`` names runs."""
+    return _RUNNING_STATES[phases.parse(token).kind]
+
+
+class Acquire(StrEnum):
+    """What :meth:`Ledger.acquire` decided about running a phase."""
+
+    OK = "ok"
+    """Run it: this worker holds the lease."""
+    STALE = "stale"
+    """Not the job's next phase (already done, or the job ended): skip the task."""
+    BUSY = "busy"
+    """Another worker holds the lease: try again shortly."""
+    EXHAUSTED = "exhausted"
+    """The attempts cap was passed: the job just failed."""
+    MISSING = "missing"
+    """No such job."""
+
+
+class Lease(NamedTuple):
+    outcome: Acquire
+    token: str
+    """The lease token (renew, commit and release need it)."""
+    attempts: int
 
 
 class JobRecord(BaseModel):
@@ -47,7 +77,7 @@ class JobRecord(BaseModel):
     job_id: str
     goal: str
     state: JobState = "queued"
-    next: str = "plan"
+    next: str = phases.token(phases.FIRST)
     """The phase to run next (``plan``, ``act:N``, ``reflect``, ``end``); a task of any other phase is stale."""
     step: int | None = None
     steps_total: int | None = None
@@ -319,11 +349,8 @@ class Ledger:
 
     # -- lease and heartbeat ------------------------------------------------------------------------------------
 
-    def acquire(
-        self, job_id: str, phase: str, *, worker: str, lease_s: float, max_attempts: int
-    ) -> tuple[str, str, int]:
-        """``(outcome, token, attempts)``: outcome ``ok`` (run it), ``stale`` (already done: skip), ``busy``
-        (another worker holds the lease: try later), ``exhausted`` (the job just failed) or ``missing``."""
+    def acquire(self, job_id: str, phase: str, *, worker: str, lease_s: float, max_attempts: int) -> Lease:
+        """Take the lease to run the phase token ``phase`` of the job if it is its next (see :class:`Acquire`)."""
         token = secrets.token_hex(12)
         outcome, attempts = self._acquire(
             keys=[job_key(job_id), f"{PREFIX}:lease:{job_id}", RUNNING],
@@ -338,7 +365,7 @@ class Ledger:
                 job_id,
             ],
         )
-        return outcome.decode(), token, int(attempts)
+        return Lease(Acquire(outcome.decode()), token, int(attempts))
 
     def renew(self, job_id: str, token: str, lease_s: float) -> bool:
         return bool(

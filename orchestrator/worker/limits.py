@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from types import FrameType
 
 from orchestrator.config import Settings
+from orchestrator.workflow.phases import PhaseKind
 
 MAX_STEPS_FOR_LIMITS = 8
 """Reflect may re-run unmet steps: its limit covers this many (a longer plan fails its reflect on the limit)."""
@@ -28,23 +29,23 @@ def _act_s(settings: Settings) -> float:
     return settings.limits.time_budget_ms / 1000 + _model_call_s(settings) + settings.limits.script_timeout_s
 
 
-def soft_limit_s(settings: Settings, phase: str, steps: int = MAX_STEPS_FOR_LIMITS) -> float:
+def soft_limit_s(settings: Settings, phase: PhaseKind, steps: int = MAX_STEPS_FOR_LIMITS) -> float:
     margin = settings.worker.time_limit_margin_s
-    if phase == "plan":
+    if phase == PhaseKind.PLAN:
         return 2 * _model_call_s(settings) + margin  # an unusable plan is sent back once
-    if phase == "reflect":
+    if phase == PhaseKind.REFLECT:
         return min(steps, MAX_STEPS_FOR_LIMITS) * _act_s(settings) + _model_call_s(settings) + margin
     return _act_s(settings) + margin
 
 
-def hard_limit_s(settings: Settings, phase: str, steps: int = MAX_STEPS_FOR_LIMITS) -> float:
+def hard_limit_s(settings: Settings, phase: PhaseKind, steps: int = MAX_STEPS_FOR_LIMITS) -> float:
     return soft_limit_s(settings, phase, steps) + max(30.0, settings.worker.time_limit_margin_s)
 
 
 def visibility_timeout_s(settings: Settings) -> float:
     """Longer than any phase may run: Redis redelivers an unacknowledged task only after this, so a slow phase is
     never handed to a second worker while the first still runs it."""
-    return max(3600.0, hard_limit_s(settings, "reflect") + 600)
+    return max(3600.0, hard_limit_s(settings, PhaseKind.REFLECT) + 600)
 
 
 class SoftLimitReached(BaseException):

@@ -26,7 +26,7 @@ from orchestrator.worker.blobs import BlobStore
 from orchestrator.worker.heartbeat import Heartbeat
 from orchestrator.worker.inputs import InputRef, materialise
 from orchestrator.worker.jobfiles import claim_output, evidence_dir, job_out_dir, write_owner
-from orchestrator.worker.ledger import JobRecord, LeaseLost, Ledger
+from orchestrator.worker.ledger import Acquire, JobRecord, LeaseLost, Ledger
 from orchestrator.worker.limits import SoftLimitReached, soft_limit_interrupts
 from orchestrator.worker.readiness import is_environment_error
 from orchestrator.worker.submit import MB, BudgetOverrides
@@ -95,13 +95,13 @@ def run_phase(pc: PhaseContext, job_id: str, phase_token: str) -> str:
     outcome, token, attempt = pc.ledger.acquire(
         job_id, phase_token, worker=pc.worker, lease_s=w.stale_after_s, max_attempts=w.max_attempts
     )
-    if outcome == "busy":
+    if outcome is Acquire.BUSY:
         raise PhaseBusy(job_id)
-    if outcome == "exhausted":
+    if outcome is Acquire.EXHAUSTED:
         job_ended(pc, job_id)
-    if outcome != "ok":
+    if outcome is not Acquire.OK:
         log.info("phase.skipped", job=job_id, phase=phase_token, outcome=outcome)
-        return outcome
+        return outcome.value
     record = pc.ledger.get(job_id)
     assert record is not None
     if record.job_id != check_job_id(job_id):  # the record's own id field must be its key's

@@ -35,6 +35,8 @@ from orchestrator.worker.tenancy import (
     over_ceilings,
     scenario_file,
 )
+from orchestrator.workflow import phases
+from orchestrator.workflow.phases import PhaseKind
 
 MAX_LINE_BYTES = 1_000_000
 MB = 1024 * 1024
@@ -198,7 +200,7 @@ def resolve_line(line: GoalLine, settings: Settings) -> tuple[JobRequest, list[b
     if problems := line.budgets.over_ceilings(settings):
         raise ConfigError("budgets: " + "; ".join(problems) + " (the operator's ceilings)")
     limits = line.budgets.applied_to(settings.limits)
-    longest = hard_limit_s(settings.model_copy(update={"limits": limits}), "reflect")
+    longest = hard_limit_s(settings.model_copy(update={"limits": limits}), PhaseKind.REFLECT)
     if longest > visibility_timeout_s(settings):
         raise ConfigError(
             f"budgets: a phase could run {longest:.0f} s, longer than the broker's visibility timeout "
@@ -246,7 +248,7 @@ def submit_lines(
         record = new_record(job_id, request.goal, request.model_dump(mode="json"), batch=report.batch, stack=stack)
         if ledger.create(record):
             add_to_batch(ledger, report.batch, job_id, record.submitted_at)
-            enqueue(record, "plan")
+            enqueue(record, phases.token(phases.FIRST))
             report.accepted.append(Accepted(line=checked.line, job_id=job_id))
             continue
         existing = ledger.get(job_id)
@@ -256,7 +258,7 @@ def submit_lines(
             outcome, state = ledger.rerun(fresh)
             if outcome == "queued":
                 add_to_batch(ledger, report.batch, job_id, fresh.submitted_at)
-                enqueue(fresh, "plan")
+                enqueue(fresh, phases.token(phases.FIRST))
                 report.accepted.append(Accepted(line=checked.line, job_id=job_id, rerun=True))
                 continue
         if existing is not None and existing.request == record.request:

@@ -28,6 +28,7 @@ from orchestrator.worker.jobfiles import mark_cancelled
 from orchestrator.worker.ledger import TERMINAL, Ledger
 from orchestrator.worker.phases import PhaseBusy, PhaseContext, job_ended, run_phase
 from orchestrator.worker.readiness import missing
+from orchestrator.workflow import phases
 from orchestrator.workflow.runtime import Runtimes
 
 log = get_logger("orchestrator.worker")
@@ -146,19 +147,19 @@ def _phase(task: Task, job_id: str, phase: str) -> dict[str, Any]:
 @app.task(name="orchestrator.plan", bind=True, throws=(JobFailed,))
 def plan_task(self: Task, job_id: str) -> dict[str, Any]:
     """Choose the skills for the goal (the L1 catalog), then queue the first act."""
-    return _phase(self, job_id, "plan")
+    return _phase(self, job_id, phases.token(phases.Plan()))
 
 
 @app.task(name="orchestrator.act", bind=True, throws=(JobFailed,))
 def act_task(self: Task, job_id: str, step: int) -> dict[str, Any]:
     """Run one plan step's skill; queue the next step, or reflect after the last."""
-    return _phase(self, job_id, f"act:{step}")
+    return _phase(self, job_id, phases.token(phases.Act(step)))
 
 
 @app.task(name="orchestrator.reflect", bind=True, throws=(JobFailed,))
 def reflect_task(self: Task, job_id: str) -> dict[str, Any]:
     """Retry unmet steps once; queue a re-plan's steps (then Reflect again), or validate and judge: the job ends."""
-    return _phase(self, job_id, "reflect")
+    return _phase(self, job_id, phases.token(phases.Reflect()))
 
 
 @app.task(name="orchestrator.export", bind=True)

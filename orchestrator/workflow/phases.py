@@ -78,4 +78,12 @@ def parse(text: str) -> Phase:
     raise WorkflowError(f"not a phase of a goal: {text[:60]!r}", where="phase", next_step="report it as a bug")
 
 
+def is_phase_token(text: str) -> bool:
+    """True for the token of a phase that runs (``plan``, ``act:N``, ``reflect``)."""
+    try:
+        return not isinstance(parse(text), Done)
+    except WorkflowError:
+        return False
+
+
 FIRST: Phase = Plan()
