@@ -7,16 +7,16 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from pydantic import ValidationError
 from rich.console import Console
 from rich.text import Text
 
 from orchestrator.cli.common import emit_json, fail, notice, plain, state
 from orchestrator.errors import ConfigError, OrchestratorError
-from orchestrator.llm.scenario import load_scenario, scenario_inputs
 from orchestrator.logs import dumps_safe, mask_value
 from orchestrator.workflow.evidence import run_evidence_dir, save_evidence
-from orchestrator.workflow.models import GoalRequest
 from orchestrator.workflow.outputs import check_input_files, check_output_dir, check_zip_target
+from orchestrator.workflow.request import GoalRequest, budgeted, default_inputs, parse_budgets, scenario_of
 from orchestrator.workflow.run import GoalInterrupted, bundle_zip
 from orchestrator.workflow.run import run_goal as run_workflow
 from orchestrator.workflow.runtime import Runtimes
@@ -29,9 +29,6 @@ _PROGRESS = {
     "reflect.retry": "reflect: retrying skill {step} ({skill}) once",
     "validate.done": "validation: {stage} {verdict}",
 }
-
-
-MAX_GOAL_CHARS = 8000
 
 
 def _progress_printer(console: Console) -> Any:
@@ -90,6 +87,14 @@ def run_goal(
     no_memo: Annotated[
         bool, typer.Option("--no-memo", help="Ignore and do not update the read cache/memo.")
     ] = False,
+    budget: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--budget",
+            help="A budget for this goal, KEY=VALUE (repeatable): max_tool_calls, time_budget_ms, token_budget, "
+            "script_timeout_s, disk_write_limit_mb, goal_token_budget, goal_model_calls.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the overall result as JSON.")] = False,
 ) -> None:
     overrides: dict[str, Any] = {}
@@ -102,15 +107,13 @@ def run_goal(
     try:
         settings = state(ctx).settings(**overrides)
         model_spec = model or settings.model.name
-        goal_text = _goal_text(goal, model_spec)
-        _check_inputs(skills, out, inputs or [], zip_path)
+        request = _request(goal, model_spec, inputs, constraints, budget or [])
+        settings = budgeted(settings, request.budgets)
+        _check_inputs(skills, out, request.inputs, zip_path)
         if model is None:
             notice("cli.model", f"using model {model_spec} (the default; choose one with --model or ORCH_MODEL)",
                    model=model_spec)
         console = Console(stderr=True, soft_wrap=True)
-        request = GoalRequest(
-            goal=goal_text, inputs=inputs or _scenario_inputs(model_spec), constraints=constraints or []
-        )
         with Runtimes() as runtimes, runtimes.open(
             settings, skills, model_spec, use_memo=not no_memo, on_event=_progress_printer(console)
         ) as rt:
@@ -138,28 +141,27 @@ def run_goal(
     raise typer.Exit(0 if result.status == "done" else 1)
 
 
-def _goal_text(goal: str | None, model_spec: str) -> str:
-    if goal is None and model_spec.startswith("scripted:"):
-        goal = load_scenario(Path(model_spec.split(":", 1)[1])).goal
-    if goal is None or not goal.strip():
-        raise ConfigError(
-            "no goal given" if goal is None else "the goal is empty",
-            where="cli",
-            next_step='say what you want: python -m orchestrator run "Make a 5-slide deck on …"',
-        )
+def _request(
+    goal: str | None, model_spec: str, inputs: list[Path] | None, constraints: list[str] | None, budgets: list[str]
+) -> GoalRequest:
+    """The goal request the options make, checked by the rules every goal follows (``workflow.request``)."""
+    scenario = scenario_of(model_spec)
+    if goal is None and scenario is not None:
+        goal = scenario.goal
+    say = 'say what you want: python -m orchestrator run "Make a 5-slide deck on …"'
+    if goal is None:
+        raise ConfigError("no goal given", where="cli", next_step=say)
     try:
-        goal.encode("utf-8")
-    except UnicodeEncodeError as e:
-        raise ConfigError(
-            "the goal is not valid UTF-8 text", where="cli", next_step="pass the goal as UTF-8 text"
-        ) from e
-    if len(goal) > MAX_GOAL_CHARS:
-        raise ConfigError(
-            f"the goal is {len(goal)} characters long; at most {MAX_GOAL_CHARS} are accepted",
-            where="cli",
-            next_step="state the goal in fewer words and pass long material as a file with --input PATH",
+        return GoalRequest(
+            goal=goal,
+            inputs=inputs or default_inputs(model_spec),
+            constraints=constraints or [],
+            budgets=parse_budgets(budgets),
         )
-    return goal
+    except ValidationError as e:
+        why = "; ".join(str(err["msg"]).removeprefix("Value error, ") for err in e.errors())
+        shorter = "state the goal in fewer words and pass long material as a file with --input PATH"
+        raise ConfigError(why, where="cli", next_step=say if "empty" in why else shorter) from e
 
 
 def _check_inputs(skills: Path, out: Path, inputs: list[Path], zip_path: Path | None) -> None:
@@ -174,13 +176,6 @@ def _check_inputs(skills: Path, out: Path, inputs: list[Path], zip_path: Path | 
     check_output_dir(out)
     if zip_path is not None:
         check_zip_target(zip_path)
-
-
-def _scenario_inputs(model_spec: str) -> list[Path]:
-    """A scripted model's scenario may name the goal's input files; ``--input`` replaces them."""
-    if not model_spec.startswith("scripted:"):
-        return []
-    return scenario_inputs(load_scenario(Path(model_spec.split(":", 1)[1])))
 
 
 def _kept(result: Any, cache_dir: Path) -> None:

@@ -28,8 +28,7 @@ from orchestrator.worker.inputs import InputRef, materialise
 from orchestrator.worker.jobfiles import claim_output, evidence_dir, job_out_dir, write_owner
 from orchestrator.worker.ledger import Acquire, JobRecord, LeaseLost, Ledger
 from orchestrator.worker.limits import SoftLimitReached, soft_limit_interrupts
-from orchestrator.worker.readiness import is_environment_error
-from orchestrator.worker.submit import MB, BudgetOverrides
+from orchestrator.worker.submit import MB
 from orchestrator.worker.tenancy import (
     Refused,
     check_checkpoint,
@@ -42,8 +41,10 @@ from orchestrator.workflow import phases
 from orchestrator.workflow.evidence import save_evidence
 from orchestrator.workflow.judge import error_result
 from orchestrator.workflow.machine import advance
-from orchestrator.workflow.models import Checkpoint, GoalRequest, GoalResult, GoalState
+from orchestrator.workflow.models import Checkpoint, GoalResult, GoalState
 from orchestrator.workflow.phases import Phase
+from orchestrator.workflow.readiness import is_environment_error
+from orchestrator.workflow.request import BudgetOverrides, GoalRequest, budgeted
 from orchestrator.workflow.runtime import Runtime, RuntimeSource
 from orchestrator.workflow.steps import start_goal
 
@@ -327,12 +328,8 @@ def job_ended(pc: PhaseContext, job_id: str) -> None:
 
 
 def job_settings(settings: Settings, request: dict[str, Any]) -> Settings:
-    """The deployment's settings with the goal line's budgets applied, checked again against the ceilings."""
-    budgets = BudgetOverrides.model_validate(request.get("budgets") or {})
-    if problems := budgets.over_ceilings(settings):
-        raise Refused("budgets: " + "; ".join(problems), where="budgets", next_step="submit within the ceilings")
-    limits = budgets.applied_to(settings.limits)
-    return settings.model_copy(update={"limits": limits})
+    """The deployment's settings with the job's budgets applied, checked again against the ceilings."""
+    return budgeted(settings, BudgetOverrides.model_validate(request.get("budgets") or {}))
 
 
 def _scripts_s(state: GoalState) -> float:

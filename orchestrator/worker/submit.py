@@ -14,15 +14,12 @@ import re
 import secrets
 import time
 from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from orchestrator.config import Budgets, Settings
+from orchestrator.config import Settings
 from orchestrator.errors import ConfigError, OrchestratorError
-from orchestrator.llm.factory import parse_model_spec
-from orchestrator.llm.scenario import load_scenario, scenario_inputs
 from orchestrator.tracing import new_ids
 from orchestrator.worker.blobs import BlobStore
 from orchestrator.worker.inputs import InputRef, gather_inputs
@@ -30,55 +27,22 @@ from orchestrator.worker.ledger import RERUNNABLE, JobRecord, Ledger, add_to_bat
 from orchestrator.worker.limits import hard_limit_s, visibility_timeout_s
 from orchestrator.worker.tenancy import (
     DEFAULT_LIBRARY,
-    JOB_ID_PATTERN,
     library_root,
-    over_ceilings,
     scenario_file,
 )
 from orchestrator.workflow import phases
 from orchestrator.workflow.phases import PhaseKind
+from orchestrator.workflow.request import (
+    JOB_ID_PATTERN,
+    BudgetOverrides,
+    GoalRequest,
+    budgeted,
+    default_inputs,
+    scenario_path,
+)
 
 MAX_LINE_BYTES = 1_000_000
 MB = 1024 * 1024
-
-
-class BudgetOverrides(BaseModel):
-    """Per-goal budgets; each one left out keeps the deployment's setting."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    max_tool_calls: int | None = Field(None, ge=1)
-    time_budget_ms: int | None = Field(None, ge=1)
-    token_budget: int | None = Field(None, ge=1)
-    script_timeout_s: float | None = Field(None, gt=0)
-    disk_write_limit_mb: int | None = Field(None, ge=1)
-    goal_token_budget: int | None = Field(None, ge=1)
-    goal_model_calls: int | None = Field(None, ge=1)
-
-    def applied_to(self, limits: Budgets) -> Budgets:
-        return limits.model_copy(update=self.model_dump(exclude_none=True))
-
-    def over_ceilings(self, settings: Settings) -> list[str]:
-        """What this line asks for above the operator's ceilings (the deployment's own defaults are not judged)."""
-        asked = Budgets.model_construct(**{**settings.ceilings.model_dump(), **self.model_dump(exclude_none=True)})
-        return over_ceilings(asked, settings)
-
-
-class GoalLine(BaseModel):
-    """One line of a goals file. Only ``goal`` is required."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    goal: str = Field(min_length=1, max_length=20_000)
-    skills: str | None = None
-    model: str | None = None
-    job_id: str | None = Field(None, pattern=JOB_ID_PATTERN)
-    inputs: list[str] = Field(default_factory=list, max_length=100)
-    constraints: list[str] = Field(default_factory=list, max_length=100)
-    budgets: BudgetOverrides = BudgetOverrides()
-    out: str | None = None
-    response: Literal["SUMMARY", "SCORED"] | None = None
-    """How the result answers (``supervisor.response`` when not given)."""
 
 
 class JobRequest(BaseModel):
@@ -135,7 +99,7 @@ class SubmitReport(BaseModel):
 
 Enqueue = Callable[[JobRecord, str], None]
 """``enqueue(record, phase)`` sends the phase's task."""
-BATCH_PATTERN = JOB_ID_PATTERN
+BATCH_PATTERN = JOB_ID_PATTERN  # a batch id names Redis keys like a job id
 
 
 def new_batch_id() -> str:
@@ -160,7 +124,7 @@ def parse_lines(lines: Iterable[str], settings: Settings) -> tuple[list[Checked]
     return good, bad
 
 
-def _parse_line(text: str) -> GoalLine:
+def _parse_line(text: str) -> GoalRequest:
     if len(text.encode("utf-8", errors="replace")) > MAX_LINE_BYTES:
         raise ConfigError(f"line is longer than {MAX_LINE_BYTES} bytes")
     try:
@@ -170,37 +134,31 @@ def _parse_line(text: str) -> GoalLine:
     if not isinstance(data, dict):
         raise ConfigError("a goal line must be a JSON object with at least a `goal`")
     try:
-        return GoalLine.model_validate(data)
+        return GoalRequest.model_validate(data)
     except ValidationError as e:
         problems = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'line'}: {err['msg']}" for err in e.errors())
         raise ConfigError(problems) from e
 
 
-def resolve_line(line: GoalLine, settings: Settings) -> tuple[JobRequest, list[bytes]]:
+def resolve_line(line: GoalRequest, settings: Settings) -> tuple[JobRequest, list[bytes]]:
     """The checked request and its inputs' bytes: a registered library, inputs read here, the job's own ``out``,
     budgets within the ceilings, a scenario path made absolute."""
     library = line.skills or DEFAULT_LIBRARY
     library_root(settings, library)  # a registered name (its folder is the workers' business, not the producer's)
     model = line.model or settings.model.name
-    kind, value = parse_model_spec(model)
-    wanted = list(line.inputs)
-    if kind == "scripted":
-        scenario = Path(value)
+    wanted = [str(p) for p in line.inputs]
+    if (scenario := scenario_path(model)) is not None:
         if not scenario.is_file():
             raise ConfigError(f"model: scenario file not found: {scenario}")
-        scenario = scenario_file(settings, value)
-        model = f"scripted:{scenario}"
+        model = f"scripted:{scenario_file(settings, str(scenario))}"
         if not wanted:  # as `run` does: a scenario may name the goal's input files (relative to itself)
-            wanted = [str(p) for p in scenario_inputs(load_scenario(scenario))]
-    if line.out is not None and line.out != line.job_id:
+            wanted = [str(p) for p in default_inputs(model)]
+    if line.out is not None and line.out != (line.job_id or None):
         raise ConfigError(
             f"out: a job writes only its own folder <output root>/<job id>; {line.out!r} is not it "
             "(leave out `out`, or give the job_id you want as the folder's name)"
         )
-    if problems := line.budgets.over_ceilings(settings):
-        raise ConfigError("budgets: " + "; ".join(problems) + " (the operator's ceilings)")
-    limits = line.budgets.applied_to(settings.limits)
-    longest = hard_limit_s(settings.model_copy(update={"limits": limits}), PhaseKind.REFLECT)
+    longest = hard_limit_s(budgeted(settings, line.budgets), PhaseKind.REFLECT)
     if longest > visibility_timeout_s(settings):
         raise ConfigError(
             f"budgets: a phase could run {longest:.0f} s, longer than the broker's visibility timeout "
@@ -211,7 +169,7 @@ def resolve_line(line: GoalLine, settings: Settings) -> tuple[JobRequest, list[b
         wanted, file_max_bytes=int(caps.file_max_mb * MB), job_max_bytes=int(caps.job_max_mb * MB)
     )
     request = JobRequest(
-        goal=line.goal, skills=library, model=model, job_id=line.job_id, inputs=refs,
+        goal=line.goal, skills=library, model=model, job_id=line.job_id or None, inputs=refs,
         constraints=line.constraints, budgets=line.budgets, response=line.response,
     )
     return request, blobs

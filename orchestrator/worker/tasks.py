@@ -27,8 +27,8 @@ from orchestrator.worker.heartbeat import Sweeper
 from orchestrator.worker.jobfiles import mark_cancelled
 from orchestrator.worker.ledger import TERMINAL, Ledger
 from orchestrator.worker.phases import PhaseBusy, PhaseContext, job_ended, run_phase
-from orchestrator.worker.readiness import missing
 from orchestrator.workflow import phases
+from orchestrator.workflow.readiness import missing
 from orchestrator.workflow.runtime import Runtimes
 
 log = get_logger("orchestrator.worker")

@@ -13,11 +13,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from orchestrator.config import Budgets, Settings
+from orchestrator.config import Settings
 from orchestrator.errors import WorkflowError
+from orchestrator.workflow.request import job_id_ok
 
-JOB_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
-"""Job ids name folders and Redis keys: letters, digits, ``.``, ``_`` and ``-`` only, at most 100."""
 LIBRARY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 DEFAULT_LIBRARY = "default"
 
@@ -62,18 +61,8 @@ def scenario_file(settings: Settings, value: str) -> Path:
     return path
 
 
-def over_ceilings(budgets: Budgets, settings: Settings) -> list[str]:
-    """``budget=value over the ceiling N`` for each budget above the operator's ceiling."""
-    ceilings = settings.ceilings
-    return [
-        f"{name}={getattr(budgets, name)} is over the ceiling {getattr(ceilings, name)}"
-        for name in type(ceilings).model_fields
-        if getattr(budgets, name) > getattr(ceilings, name)
-    ]
-
-
 def check_job_id(job_id: str) -> str:
-    if not isinstance(job_id, str) or not re.match(JOB_ID_PATTERN, job_id):
+    if not job_id_ok(job_id):
         raise Refused(f"job id {str(job_id)[:120]!r} cannot name a job", where="ledger")
     return job_id
 

@@ -14,17 +14,7 @@ from orchestrator.skills.versions import SkillsUsed as SkillsUsed
 from orchestrator.validate.stats import ValidationStats
 from orchestrator.validate.validator import ValidationReport
 from orchestrator.workflow.plan import Plan
-
-
-class GoalRequest(BaseModel):
-    """One goal, as given on the command line or as one line of a JSONL batch."""
-
-    goal: str = Field(min_length=1)
-    inputs: list[Path] = []
-    constraints: list[str] = []
-    job_id: str = ""
-    response: Literal["SUMMARY", "SCORED"] | None = None
-    """How the result answers (``supervisor.response`` when not given): SUMMARY ``answer`` or SCORED ``scores``."""
+from orchestrator.workflow.request import GoalRequest
 
 
 class GoalMetrics(BaseModel):

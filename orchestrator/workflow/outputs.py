@@ -10,7 +10,6 @@ output folder, or that another goal writes there meanwhile, are never read.
 from __future__ import annotations
 
 import os
-import re
 import shutil
 import stat
 import tempfile
@@ -19,13 +18,12 @@ from contextlib import suppress
 from pathlib import Path
 
 from orchestrator.errors import WorkflowError
-
-JOB_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+from orchestrator.workflow.request import job_id_ok
 
 
 def check_job_id(job_id: str) -> str:
     """``job_id`` if it can name a folder (letters, digits, ``._-``, at most 100), else :class:`WorkflowError`."""
-    if not JOB_ID.match(job_id):
+    if not job_id_ok(job_id):
         raise WorkflowError(
             f"job id {job_id[:120]!r} cannot name a job folder",
             where="inputs",

@@ -23,7 +23,8 @@ from orchestrator.testing import ScriptedModel, json_response, tool_call_respons
 from orchestrator.testing.sandbox import InMemorySandbox
 from orchestrator.worker.ledger import JobRecord, Ledger
 from orchestrator.worker.phases import PhaseContext, run_phase
-from orchestrator.workflow.models import GoalRequest, GoalResult
+from orchestrator.workflow.models import GoalResult
+from orchestrator.workflow.request import GoalRequest
 from orchestrator.workflow.run import run_goal
 from orchestrator.workflow.runtime import Runtime
 

@@ -12,7 +12,8 @@ from worker_helpers import RedisServer
 
 from orchestrator.errors import WorkflowError
 from orchestrator.worker.ledger import JobRecord, Ledger
-from orchestrator.workflow.models import CHECKPOINT_VERSION, Checkpoint, GoalRequest, GoalState
+from orchestrator.workflow.models import CHECKPOINT_VERSION, Checkpoint, GoalState
+from orchestrator.workflow.request import GoalRequest
 
 
 @pytest.fixture(scope="module")

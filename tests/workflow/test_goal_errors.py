@@ -8,7 +8,7 @@ from orchestrator.config import load_settings
 from orchestrator.errors import ModelError, ModelErrorCode
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.testing import FunctionModel
-from orchestrator.workflow.models import GoalRequest
+from orchestrator.workflow.request import GoalRequest
 from orchestrator.workflow.run import run_goal
 from orchestrator.workflow.runtime import Runtime
 

@@ -13,9 +13,10 @@ import pytest
 
 from orchestrator.act.models import ActResult, RemainingBudgets
 from orchestrator.config import SelectionSettings
-from orchestrator.workflow.models import GoalMetrics, GoalRequest, GoalState
+from orchestrator.workflow.models import GoalMetrics, GoalState
 from orchestrator.workflow.plan import NoFit, Plan, PlanStep
 from orchestrator.workflow.reflect import Judge, Refused, Replan, RetryStep, decide
+from orchestrator.workflow.request import GoalRequest
 
 DONE = ("done", "validated")
 UNMET_FIXABLE = ("unmet", "validation_failed")  # another try, told what was missing, may fix it
