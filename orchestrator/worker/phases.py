@@ -58,12 +58,21 @@ class PhaseBusy(Exception):
     """Another worker holds the job's lease right now: try this task again shortly."""
 
 
-class WorkerUnfit(Exception):
-    """An error of this worker's own environment (readiness.is_environment_error): not the job's fault."""
+class GiveBack(Exception):
+    """The phase goes back to the queue instead of failing its job: bounded by ``worker.max_attempts``."""
 
     def __init__(self, error: OrchestratorError) -> None:
         super().__init__(error.message)
         self.error = error
+
+
+class WorkerUnfit(GiveBack):
+    """An error of this worker's own environment (readiness.is_environment_error): not the job's fault, and this
+    worker stands by until it is ready again."""
+
+
+class Retryable(GiveBack):
+    """An error that says trying again may help (``OrchestratorError.retryable``: a rate limit, a lost stream)."""
 
 
 @dataclass
@@ -120,8 +129,8 @@ def run_phase(pc: PhaseContext, job_id: str, phase_token: str) -> str:
     try:
         with Heartbeat(pc.ledger, job_id, token, interval_s=w.heartbeat_s, lease_s=w.stale_after_s, interrupt=True):
             done = _run_traced(pc, record, phase, attempt)
-    except WorkerUnfit as e:
-        return _give_back(pc, record, phase_token, token, entry, e.error)
+    except GiveBack as e:
+        return _give_back(pc, record, phase_token, token, entry, e)
     done.fields["timings"] = {**record.timings, **done.fields.get("timings", {}), phase_token: time.time() - started}
     try:
         pc.ledger.commit_phase(job_id, token, done.checkpoint, next=done.next, **done.fields)
@@ -140,15 +149,14 @@ def run_phase(pc: PhaseContext, job_id: str, phase_token: str) -> str:
     return "ok"
 
 
-def _give_back(
-    pc: PhaseContext, record: JobRecord, phase: str, token: str, entry: dict[str, Any], error: OrchestratorError
-) -> str:
-    """This worker cannot run phases (its model server, key, engine or image): the phase goes back to the queue
-    for another worker and this one stands by; the job fails only at the attempts cap."""
+def _give_back(pc: PhaseContext, record: JobRecord, phase: str, token: str, entry: dict[str, Any], e: GiveBack) -> str:
+    """The phase goes back to the queue (from its last saved state) for another attempt; the job fails only at the
+    attempts cap. A worker whose own environment failed (model server, key, engine, image) stands by meanwhile."""
     pc.kill_containers(record.job_id)
-    why = mask_value(f"worker {pc.worker} could not run {phase}: {error.message}")
+    why = mask_value(f"worker {pc.worker} could not run {phase}: {e.error.message}")
     log.warning("phase.given_back", job=record.job_id, phase=phase, error=why)
-    pc.standby(why)
+    if isinstance(e, WorkerUnfit):
+        pc.standby(why)
     outcome = pc.ledger.give_back(record.job_id, token, why=why, max_attempts=pc.settings.worker.max_attempts)
     pc.ledger.add_history(record.job_id, {**entry, "end": time.time(), "outcome": f"given_back:{outcome}",
                                           "reason": why})
@@ -177,8 +185,10 @@ def _run_traced(pc: PhaseContext, record: JobRecord, phase: Phase, attempt: int)
             span.set_attribute("orch.error", e.message)
             if is_environment_error(e):
                 raise WorkerUnfit(e) from e
+            if e.retryable:
+                raise Retryable(e) from e
             return _failed(pc, record, saved, e, name)
-        except (redis.RedisError, WorkerUnfit):
+        except (redis.RedisError, GiveBack):
             raise  # the ledger is unreachable (the sweep retries once Redis is back), or this worker is unfit
         except Exception as e:  # a bug must end the job with its reason, not look like a dead worker three times
             log.exception("phase.crashed", job=record.job_id, phase=name)

@@ -17,9 +17,9 @@ import pytest
 from worker_helpers import RedisServer
 
 from orchestrator.config import Settings, load_settings
-from orchestrator.errors import SandboxError, SandboxErrorCode
+from orchestrator.errors import ModelError, ModelErrorCode, SandboxError, SandboxErrorCode
 from orchestrator.skills.loader import SkillLibrary
-from orchestrator.testing import ScriptedModel, json_response, tool_call_response
+from orchestrator.testing import FunctionModel, ScriptedModel, json_response, tool_call_response
 from orchestrator.testing.sandbox import InMemorySandbox
 from orchestrator.worker.ledger import JobRecord, Ledger
 from orchestrator.worker.phases import PhaseContext, run_phase
@@ -49,6 +49,10 @@ def _skills(root: Path) -> Path:
 
 
 def _model() -> ScriptedModel:
+    return ScriptedModel(_responses(), estimate_usage=True)
+
+
+def _responses() -> list[Any]:
     plan = {"steps": [{"skill": f"notes-{x}", "outputs": [f"{x}.md"]} for x in "abc"]}
     act: list[Any] = []
     for x in "ab":
@@ -56,7 +60,7 @@ def _model() -> ScriptedModel:
             tool_call_response("write_artifact", path=f"{x}.md", text=f"# notes {x}\n"),
             tool_call_response("finish", summary=f"{x}.md written", outputs=[f"build/{x}.md"]),
         ]
-    return ScriptedModel([json_response(plan, prompt_tokens=300, completion_tokens=40), *act], estimate_usage=True)
+    return [json_response(plan, prompt_tokens=300, completion_tokens=40), *act]
 
 
 class FakeRuntimes:
@@ -134,3 +138,44 @@ def test_a_goal_broken_at_step_3_reports_steps_1_and_2_the_same_through_run_and_
     assert (record.state, record.reason) == ("failed", "the sandbox image's tool list cannot be read")
     assert [a["path"] for a in record.artifacts] == ["a.md", "b.md"]
     assert (tmp_path / "worker-out" / "parity" / "b.md").read_text() == "# notes b\n"
+
+
+def _worker_job(tmp_path: Path, skills: Path, redis_server: RedisServer, model: Any, job_id: str) -> tuple[Any, list]:
+    settings = load_settings(
+        cache_dir=tmp_path / "worker-cache", output_root=tmp_path / "worker-out", skills_dir=skills,
+        worker={"max_attempts": 3},
+    )
+    ledger = Ledger.from_url(redis_server.url)
+    ledger.create(JobRecord(job_id=job_id, goal=GOAL, submitted_at=time.time()))
+    rt = Runtime(settings=settings, model=model, library=SkillLibrary(skills), sandbox=ToolListUnreadableAtStep3({}))
+    queued = ["plan"]
+    context = PhaseContext(
+        settings=settings, ledger=ledger, worker="w1", enqueue=lambda record, phase: queued.append(phase),
+        runtimes=FakeRuntimes(rt),
+    )
+    outcomes = []
+    while queued:
+        outcomes.append((queued[0], run_phase(context, job_id, queued.pop(0))))
+    return ledger.get(job_id), outcomes
+
+
+def _rate_limited(*_: Any) -> Any:
+    raise ModelError("the model server said: slow down", code=ModelErrorCode.RATE_LIMITED, retryable=True)
+
+
+def test_a_retryable_error_sends_the_phase_back_to_the_queue_a_bounded_number_of_times(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    skills = _skills(tmp_path / "skills")
+    record, outcomes = _worker_job(tmp_path, skills, redis_server, FunctionModel(_rate_limited), "retried")
+    assert outcomes == [("plan", "given_back"), ("plan", "given_back"), ("plan", "exhausted")]
+    assert record.state == "failed" and "slow down" in record.reason and "3 attempts" in record.reason
+    assert [h["outcome"] for h in record.history] == ["given_back:queued", "given_back:queued", "given_back:exhausted"]
+
+
+def test_a_retryable_error_that_passes_lets_the_job_go_on(tmp_path: Path, redis_server: RedisServer) -> None:
+    skills = _skills(tmp_path / "skills")
+    model = ScriptedModel([_rate_limited, *_responses()])  # the first plan call is refused, then all goes well
+    record, outcomes = _worker_job(tmp_path, skills, redis_server, model, "flaky")
+    assert outcomes[:2] == [("plan", "given_back"), ("plan", "ok")] and record.attempts == 2
+    assert [s["skill_id"] for s in record.result["skills"]][:2] == ["notes-a", "notes-b"]
