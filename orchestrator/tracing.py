@@ -43,11 +43,6 @@ def new_ids() -> tuple[str, str]:
     return f"{rng.getrandbits(128) or 1:032x}", f"{rng.getrandbits(64) or 1:016x}"
 
 
-def current_trace_id() -> str | None:
-    ctx = trace.get_current_span().get_span_context()
-    return f"{ctx.trace_id:032x}" if ctx.is_valid else None
-
-
 def configure_tracing(service_name: str, sink: SpanSink | None = None) -> bool:
     """Install the SDK provider once per process; later calls only replace the sink. True if newly installed."""
     with _configured:

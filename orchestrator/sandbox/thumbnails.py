@@ -50,10 +50,6 @@ class Thumbnail(BaseModel):
         return self.png is not None
 
 
-def is_office_file(path: str) -> bool:
-    return PurePosixPath(path).suffix.lower() in OFFICE_SUFFIXES
-
-
 def is_renderable(path: str) -> bool:
     return PurePosixPath(path).suffix.lower() in RENDERABLE_SUFFIXES
 

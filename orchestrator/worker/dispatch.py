@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.config import Settings
+from orchestrator.worker.bookkeeping import job_settings
 from orchestrator.worker.celery_app import phase_task
 from orchestrator.worker.ledger import JobRecord, Ledger
 from orchestrator.worker.limits import hard_limit_s, soft_limit_s
-from orchestrator.worker.phases import job_settings
 from orchestrator.workflow import phases
 
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Iterable
 from enum import StrEnum
 from typing import Any, Literal, NamedTuple
 
@@ -479,10 +478,3 @@ def batch_ids(ledger: Ledger, batch: str) -> list[str]:
 
 def add_to_batch(ledger: Ledger, batch: str, job_id: str, at: float) -> None:
     ledger.r.zadd(f"{PREFIX}:batch:{batch}", {job_id: at}, nx=True)
-
-
-def states_count(records: Iterable[JobRecord]) -> dict[str, int]:
-    counts: dict[str, int] = {}
-    for rec in records:
-        counts[rec.state] = counts.get(rec.state, 0) + 1
-    return counts

@@ -263,7 +263,3 @@ def next_run(record: JobRecord, *, request: dict[str, Any] | None = None, batch:
         stack=record.stack,
         run=record.run + 1,
     )
-
-
-def request_of(record: JobRecord) -> dict[str, Any]:
-    return dict(record.request)

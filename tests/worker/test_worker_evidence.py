@@ -9,20 +9,17 @@ from pathlib import Path
 
 from orchestrator.config import load_settings
 from orchestrator.errors import ModelError
-from orchestrator.worker import phases
+from orchestrator.worker.bookkeeping import failed
 from orchestrator.worker.ledger import JobRecord
-from orchestrator.workflow.runtime import Runtimes
 
 SECRET_URL = "http://alice:s3cretpass@model.example/v1"
 
 
 def test_a_failed_phase_keeps_secrets_out_of_the_ledger_and_its_evidence_is_owner_only(tmp_path: Path) -> None:
     settings = load_settings(cache_dir=tmp_path / "cache", output_root=tmp_path / "out")
-    context = phases.PhaseContext(settings=settings, ledger=None, worker="w1", enqueue=lambda *_: None,  # type: ignore[arg-type]
-                                   runtimes=Runtimes())
     record = JobRecord(job_id="evidence-1", goal="report with key sk-abcdefghijklmnopqrst", out="evidence-1")
     error = ModelError(f"cannot connect to the model server at {SECRET_URL}", where="model:plan")
-    outcome = phases._failed(context, record, None, error, "plan")
+    outcome = failed(settings, record, None, error, "plan")
     kept = json.dumps(outcome.fields, default=str)
     assert "s3cretpass" not in kept and "sk-abcdefghijklmnopqrst" not in kept
     assert outcome.fields["reason"].startswith("cannot connect to the model server at http://***:***@model.example")
