@@ -27,6 +27,7 @@ from orchestrator.worker.ledger import RERUNNABLE, JobRecord, Ledger, add_to_bat
 from orchestrator.worker.limits import hard_limit_s, visibility_timeout_s
 from orchestrator.worker.tenancy import (
     DEFAULT_LIBRARY,
+    check_out,
     library_root,
     scenario_file,
 )
@@ -153,11 +154,7 @@ def resolve_line(line: GoalRequest, settings: Settings) -> tuple[JobRequest, lis
         model = f"scripted:{scenario_file(settings, str(scenario))}"
         if not wanted:  # as `run` does: a scenario may name the goal's input files (relative to itself)
             wanted = [str(p) for p in default_inputs(model)]
-    if line.out is not None and line.out != (line.job_id or None):
-        raise ConfigError(
-            f"out: a job writes only its own folder <output root>/<job id>; {line.out!r} is not it "
-            "(leave out `out`, or give the job_id you want as the folder's name)"
-        )
+    check_out(line.out, line.job_id or None)
     longest = hard_limit_s(budgeted(settings, line.budgets), PhaseKind.REFLECT)
     if longest > visibility_timeout_s(settings):
         raise ConfigError(

@@ -67,15 +67,21 @@ def check_job_id(job_id: str) -> str:
     return job_id
 
 
+def check_out(out: str | None, job_id: str | None) -> None:
+    """The one rule for ``out`` (a goal line's, a job record's): nothing, or the job's own id."""
+    if out is not None and out != job_id:
+        raise Refused(
+            f"out: output folder {str(out)[:200]!r} is not the job's own ({job_id}): a job writes only its own "
+            "folder <output root>/<job id>",
+            where="output",
+            next_step="leave out `out`, or give the job_id you want as the folder's name",
+        )
+
+
 def own_out_dir(settings: Settings, job_id: str, out: str | None) -> Path:
     """``<output root>/<job id>``: the only folder a job may write; a record naming another one is refused."""
     check_job_id(job_id)
-    if out not in (None, "", job_id):
-        raise Refused(
-            f"output folder {str(out)[:200]!r} is not the job's own ({job_id})",
-            where="output",
-            next_step="a job writes only <output root>/<job id>",
-        )
+    check_out(out or None, job_id)  # a record without one writes the job's own folder
     root = settings.output_root.resolve()
     target = (root / job_id).resolve()
     if target.parent != root:
