@@ -18,6 +18,7 @@ from typing import Any, Literal, NamedTuple
 import redis
 from pydantic import BaseModel, Field
 from redis.backoff import ExponentialBackoff
+from redis.commands.core import Script
 from redis.retry import Retry
 from redis.typing import EncodableT, FieldT
 
@@ -114,6 +115,10 @@ class JobRecord(BaseModel):
     """The ledger's identity (``Ledger.stack_id``): evidence folders carry it, so two ledgers never share one."""
 
 
+_END_LUA = "'" + json.dumps(phases.token(phases.Done())) + "'"
+"""``next`` of a job that ended, as a Lua string of its stored JSON: the scripts write ``$END`` for it, so the token
+is spelt in ``workflow.phases`` only."""
+
 _CREATE = """
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], unpack(ARGV, 3))
@@ -122,7 +127,8 @@ return 1
 """
 
 # KEYS: job, lease, running set. ARGV: phase, token, lease_ms, worker, now, max_attempts, state (JSON), job id
-# Returns {outcome, attempts}: outcome is ok | stale | busy | exhausted | missing.
+# Returns {outcome, attempts}: outcome is ok | stale | busy | exhausted | missing. The same call sent again (its
+# reply was lost to a Redis restart and the client retried it) finds its own token: ok, and no attempt counted.
 _ACQUIRE = """
 local job = KEYS[1]
 if redis.call('EXISTS', job) == 0 then return {'missing', 0} end
@@ -131,15 +137,17 @@ local st = cjson.decode(redis.call('HGET', job, 'state'))
 if nxt ~= ARGV[1] or st == 'done' or st == 'unmet' or st == 'failed' or st == 'cancelled' then
   return {'stale', 0}
 end
-if redis.call('EXISTS', KEYS[2]) == 1 then return {'busy', 0} end
 local attempts = tonumber(redis.call('HGET', job, 'attempts') or '0')
+local holder = redis.call('GET', KEYS[2])
+if holder == ARGV[2] then return {'ok', attempts} end
+if holder then return {'busy', 0} end
 local running = cjson.decode(redis.call('HGET', job, 'running') or 'false')
 local given = cjson.decode(redis.call('HGET', job, 'given_back') or 'false')
 if attempts == 0 or running or given then attempts = attempts + 1 end
 redis.call('HSET', job, 'attempts', attempts, 'given_back', 'false')
 if attempts > tonumber(ARGV[6]) then
   redis.call('SREM', KEYS[3], ARGV[8])
-  redis.call('HSET', job, 'state', '"failed"', 'running', 'false', 'next', '"end"', 'finished_at', ARGV[5],
+  redis.call('HSET', job, 'state', '"failed"', 'running', 'false', 'next', $END, 'finished_at', ARGV[5],
     'reason', cjson.encode('gave up after ' .. (attempts - 1) .. ' attempts: the worker running ' .. ARGV[1] ..
       ' stopped before finishing it'))
   return {'exhausted', attempts}
@@ -186,7 +194,7 @@ redis.call('DEL', KEYS[2])
 redis.call('SREM', KEYS[3], ARGV[5])
 redis.call('HSET', job, 'attempts', attempts, 'running', 'false', 'heartbeat', ARGV[1])
 if attempts > tonumber(ARGV[3]) then
-  redis.call('HSET', job, 'state', '"failed"', 'next', '"end"', 'finished_at', ARGV[1],
+  redis.call('HSET', job, 'state', '"failed"', 'next', $END, 'finished_at', ARGV[1],
     'reason', cjson.encode('gave up after ' .. (attempts - 1) .. ' attempts: worker ' .. worker ..
       ' stopped heartbeating during ' .. nxt .. ' (last heartbeat ' .. age .. ' s before)'))
   return {'exhausted', nxt, attempts}
@@ -221,7 +229,7 @@ if redis.call('HGET', job, 'state') == '"cancelled"' then
 end
 local attempts = tonumber(redis.call('HGET', job, 'attempts') or '0')
 if attempts >= tonumber(ARGV[3]) then
-  redis.call('HSET', job, 'state', '"failed"', 'running', 'false', 'next', '"end"', 'finished_at', ARGV[2],
+  redis.call('HSET', job, 'state', '"failed"', 'running', 'false', 'next', $END, 'finished_at', ARGV[2],
     'reason', cjson.encode('no worker could run it: ' .. ARGV[4] .. ' (' .. attempts .. ' attempts)'))
   return 'exhausted'
 end
@@ -237,7 +245,7 @@ local job = KEYS[1]
 if redis.call('EXISTS', job) == 0 then return {'missing', ''} end
 local st = cjson.decode(redis.call('HGET', job, 'state'))
 if st == 'done' or st == 'unmet' or st == 'failed' or st == 'cancelled' then return {'ended', st} end
-redis.call('HSET', job, 'state', '"cancelled"', 'next', '"end"', 'running', 'false', 'finished_at', ARGV[1],
+redis.call('HSET', job, 'state', '"cancelled"', 'next', $END, 'running', 'false', 'finished_at', ARGV[1],
   'reason', cjson.encode(ARGV[2]))
 return {'cancelled', st}
 """
@@ -270,15 +278,19 @@ class Ledger:
 
     def __init__(self, client: redis.Redis) -> None:
         self.r = client
-        self._create = client.register_script(_CREATE)
-        self._acquire = client.register_script(_ACQUIRE)
-        self._renew = client.register_script(_RENEW)
-        self._release = client.register_script(_RELEASE)
-        self._takeover = client.register_script(_TAKEOVER)
-        self._commit = client.register_script(_COMMIT)
-        self._cancel = client.register_script(_CANCEL)
-        self._give_back = client.register_script(_GIVE_BACK)
-        self._rerun = client.register_script(_RERUN)
+
+        def script(text: str) -> Script:
+            return client.register_script(text.replace("$END", _END_LUA))
+
+        self._create = script(_CREATE)
+        self._acquire = script(_ACQUIRE)
+        self._renew = script(_RENEW)
+        self._release = script(_RELEASE)
+        self._takeover = script(_TAKEOVER)
+        self._commit = script(_COMMIT)
+        self._cancel = script(_CANCEL)
+        self._give_back = script(_GIVE_BACK)
+        self._rerun = script(_RERUN)
 
     @classmethod
     def from_url(cls, url: str, *, outage_s: float = 0) -> Ledger:

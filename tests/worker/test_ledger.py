@@ -6,8 +6,12 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
+import redis
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
 from worker_helpers import RedisServer
 
 from orchestrator.errors import WorkflowError
@@ -137,9 +141,42 @@ def test_a_workers_ledger_rides_out_a_redis_restart_and_saves_the_phase_once(tmp
         server.stop()
 
 
-def test_commands_run_by_people_fail_fast_when_redis_is_away(tmp_path: Path) -> None:
-    import redis
+class _LosesReplies(redis.Connection):
+    """A connection whose reply to the next EVALSHA is lost after Redis ran it (as when Redis stops mid-reply)."""
 
+    lose = 0
+
+    def send_command(self, *args: Any, **kwargs: Any) -> None:
+        self._sent = args[0]
+        super().send_command(*args, **kwargs)
+
+    def read_response(self, *args: Any, **kwargs: Any) -> Any:
+        response = super().read_response(*args, **kwargs)
+        if self._sent == "EVALSHA" and _LosesReplies.lose > 0:
+            _LosesReplies.lose -= 1
+            raise redis.ConnectionError("the reply was lost")
+        return response
+
+
+def test_an_acquire_whose_reply_was_lost_and_sent_again_holds_its_lease_with_one_attempt(server: RedisServer) -> None:
+    # A worker's client sends a call again when its reply is lost to a Redis restart; the script ran already.
+    pool = redis.ConnectionPool.from_url(
+        server.url, connection_class=_LosesReplies, retry=Retry(ExponentialBackoff(cap=0.1, base=0.01), retries=3)
+    )
+    ledger = Ledger(redis.Redis(connection_pool=pool))
+    ledger.r.flushdb()
+    _job(ledger)
+    _LosesReplies.lose = 1
+    outcome, token, attempts = ledger.acquire("j1", "plan", worker="w", lease_s=60, max_attempts=3)
+    assert _LosesReplies.lose == 0  # the first reply was indeed lost
+    assert (outcome, attempts) == ("ok", 1)
+    assert ledger.get("j1").attempts == 1
+    assert ledger.acquire("j1", "plan", worker="other", lease_s=60, max_attempts=3)[0] == "busy"
+    ledger.commit_phase("j1", token, _checkpoint(), next="act:0")
+    assert ledger.release("j1", token)
+
+
+def test_commands_run_by_people_fail_fast_when_redis_is_away(tmp_path: Path) -> None:
     server = RedisServer(tmp_path / "redis").start()
     ledger = Ledger.from_url(server.url)
     server.stop()
