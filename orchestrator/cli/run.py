@@ -19,7 +19,7 @@ from orchestrator.workflow.outputs import check_input_files, check_output_dir, c
 from orchestrator.workflow.request import GoalRequest, budgeted, default_inputs, parse_budgets, scenario_of
 from orchestrator.workflow.run import GoalInterrupted, bundle_zip
 from orchestrator.workflow.run import run_goal as run_workflow
-from orchestrator.workflow.runtime import Runtimes
+from orchestrator.workflow.runtime import Runtimes, RuntimeSpec
 
 _PROGRESS = {
     "plan.started": "planning: choosing skills for the goal",
@@ -114,9 +114,8 @@ def run_goal(
             notice("cli.model", f"using model {model_spec} (the default; choose one with --model or ORCH_MODEL)",
                    model=model_spec)
         console = Console(stderr=True, soft_wrap=True)
-        with Runtimes() as runtimes, runtimes.open(
-            settings, skills, model_spec, use_memo=not no_memo, on_event=_progress_printer(console)
-        ) as rt:
+        spec = RuntimeSpec(settings, skills, model_spec, use_memo=not no_memo, on_event=_progress_printer(console))
+        with Runtimes() as runtimes, runtimes.open(spec) as rt:
             if not rt.library.l1_index():
                 raise ConfigError(
                     f"no skills found in {skills}",

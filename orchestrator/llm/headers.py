@@ -11,6 +11,8 @@
   last request, which a scenario server passes over.
 """
 
+PREFIX = "X-Orch-"
+"""Every header of ours starts so (a recorder keeps them all)."""
 PURPOSE = "X-Orch-Purpose"
 JOB = "X-Orch-Job"
 CURSOR = "X-Orch-Cursor"

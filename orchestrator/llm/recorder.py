@@ -31,6 +31,7 @@ EXCHANGES = "exchanges.jsonl"
 META = "recording.json"
 MAX_BODY_BYTES = 64 * 1024 * 1024
 USAGE_FIELDS = ("prompt_tokens", "completion_tokens", "cached_tokens")
+_OURS = orch_headers.PREFIX.lower()
 _FORWARDED = ("authorization", "content-type", "accept", "openai-organization", "openai-project", "api-key")
 _RECORDED_HEADERS = {"purpose": orch_headers.PURPOSE, "job": orch_headers.JOB, "cursor": orch_headers.CURSOR}
 log = get_logger("orchestrator.llm")
@@ -100,7 +101,7 @@ class RecordingProxy:
     def forward(self, method: str, path: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes, str]:
         """Send one request upstream; (status, body, content type). An unreachable upstream is a 502."""
         inner = path.removeprefix("/v1") if path.startswith("/v1") else path
-        sent = {k: v for k, v in headers.items() if k.lower() in _FORWARDED or k.lower().startswith("x-orch-")}
+        sent = {k: v for k, v in headers.items() if k.lower() in _FORWARDED or k.lower().startswith(_OURS)}
         request = urllib.request.Request(self.upstream + inner, data=body or None, headers=sent, method=method)
         try:
             with self._opener.open(request, timeout=self.timeout_s) as response:

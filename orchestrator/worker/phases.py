@@ -43,7 +43,7 @@ from orchestrator.workflow.machine import advance
 from orchestrator.workflow.models import Checkpoint
 from orchestrator.workflow.phases import Phase
 from orchestrator.workflow.readiness import is_environment_error
-from orchestrator.workflow.runtime import RuntimeSource
+from orchestrator.workflow.runtime import RuntimeSource, RuntimeSpec
 
 log = get_logger("orchestrator.worker")
 
@@ -203,7 +203,7 @@ def _advance(pc: PhaseContext, record: JobRecord, saved: Checkpoint, phase: Phas
     req = record.request
     settings = job_settings(pc.settings, req)
     scripts_before = scripts_s(saved.state)
-    with pc.runtimes.open(
+    spec = RuntimeSpec(
         settings,
         library_root(settings, req.get("skills")),  # registered libraries only, checked again here
         req.get("model") or settings.model.name,
@@ -211,7 +211,8 @@ def _advance(pc: PhaseContext, record: JobRecord, saved: Checkpoint, phase: Phas
         job_id=record.job_id,
         cursor=saved.model_cursor,
         on_event=lambda name, data: pc.on_event(name, {"job": record.job_id, **data}),
-    ) as rt:
+    )
+    with pc.runtimes.open(spec) as rt:
         state, nxt = advance(saved.state, phase, rt)
         fields = record_fields(record, saved.state, state, phase, rt)
         cursor = rt.cursor(saved.model_cursor)

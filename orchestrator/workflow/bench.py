@@ -32,7 +32,7 @@ from orchestrator.workflow.models import GoalResult
 from orchestrator.workflow.plan import SEARCH_SKILLS, plan_request
 from orchestrator.workflow.request import GoalRequest
 from orchestrator.workflow.run import run_goal
-from orchestrator.workflow.runtime import Runtimes
+from orchestrator.workflow.runtime import Runtimes, RuntimeSpec
 
 DEFAULT_KS = (5, 10, 20)
 
@@ -361,5 +361,5 @@ def _scenario_run(skills_dir: Path, scenario: Path, settings: Settings, tmp: Pat
 
     settings = settings.model_copy(update={"cache_dir": tmp / "run-cache"})
     goal, _ = _scenario_target(scenario)
-    with Runtimes() as runtimes, runtimes.open(settings, skills_dir, f"scripted:{scenario}") as rt:
+    with Runtimes() as runtimes, runtimes.open(RuntimeSpec(settings, skills_dir, f"scripted:{scenario}")) as rt:
         return run_goal(GoalRequest(goal=goal), tmp / f"out-{n}", rt)

@@ -112,21 +112,26 @@ class TimedModel:
                 self.seconds += time.perf_counter() - started
 
 
+@dataclass(frozen=True)
+class RuntimeSpec:
+    """What a runtime is opened for: one goal (``run``) or one phase of a job (``job_id``; ``cursor``: where its
+    scripted conversation stands, sent as ``X-Orch-Cursor`` and tracked). ``scenario_guard`` checks a ``scripted:``
+    model's scenario path (and gives the file to read) before anything reads it."""
+
+    settings: Settings
+    skills_root: Path
+    model_spec: str
+    scenario_guard: ScenarioGuard | None = None
+    job_id: str | None = None
+    cursor: str | None = None
+    use_memo: bool = True
+    on_event: EventSink | None = None
+
+
 class RuntimeSource(Protocol):
     """What a driver needs from a factory (tests of the drivers give their own, with a fake model)."""
 
-    def open(
-        self,
-        settings: Settings,
-        skills_root: Path,
-        model_spec: str,
-        *,
-        scenario_guard: ScenarioGuard | None = None,
-        job_id: str | None = None,
-        cursor: str | None = None,
-        use_memo: bool = True,
-        on_event: EventSink | None = None,
-    ) -> AbstractContextManager[Runtime]: ...
+    def open(self, spec: RuntimeSpec) -> AbstractContextManager[Runtime]: ...
 
     def kill_containers(self, settings: Settings, job_id: str) -> int: ...
 
@@ -142,38 +147,29 @@ class Runtimes:
         self._lock = threading.Lock()
 
     @contextmanager
-    def open(
-        self,
-        settings: Settings,
-        skills_root: Path,
-        model_spec: str,
-        *,
-        scenario_guard: ScenarioGuard | None = None,
-        job_id: str | None = None,
-        cursor: str | None = None,
-        use_memo: bool = True,
-        on_event: EventSink | None = None,
-    ) -> Iterator[Runtime]:
-        """A ready ``Runtime`` for one goal (``run``) or one phase of a job (``job_id``; ``cursor``: where its
-        scripted conversation stands, sent as ``X-Orch-Cursor`` and tracked). ``scenario_guard`` checks a
-        ``scripted:`` model's scenario path (and gives the file to read) before anything reads it."""
+    def open(self, spec: RuntimeSpec) -> Iterator[Runtime]:
+        """A ready ``Runtime`` for what ``spec`` says."""
+        settings, model_spec = spec.settings, spec.model_spec
         library = SkillLibrary(
-            skills_root, l2_max_tokens=settings.disclosure.l2_max_tokens, cache=ReadCache(), work_dirs=RUNTIME_WORK_DIRS
+            spec.skills_root,
+            l2_max_tokens=settings.disclosure.l2_max_tokens,
+            cache=ReadCache(),
+            work_dirs=RUNTIME_WORK_DIRS,
         )
-        if scenario_guard is not None and (kind := parse_model_spec(model_spec))[0] == "scripted":
-            model_spec = f"{kind[0]}:{scenario_guard(kind[1])}"
+        if spec.scenario_guard is not None and (kind := parse_model_spec(model_spec))[0] == "scripted":
+            model_spec = f"{kind[0]}:{spec.scenario_guard(kind[1])}"
         # The response cache lives beside the memo. A worker opens a model client per phase, so the turns one
         # phase answered from the cache would never be told to a scripted server shared by many goals (its
         # X-Orch-Cached-Turns catch-up needs one client across the goal): workers do not use it.
-        cache_dir = settings.cache_dir if use_memo and not self._keep_models else None
-        with self._model(settings, model_spec, job_id, cursor, cache_dir) as model:
+        cache_dir = settings.cache_dir if spec.use_memo and not self._keep_models else None
+        with self._model(settings, model_spec, spec.job_id, spec.cursor, cache_dir) as model:
             yield Runtime(
                 settings=settings,
                 model=TimedModel(model),
                 library=library,
                 sandbox=self._sandbox(settings),
-                store=MemoStore(settings.cache_dir / "store") if use_memo else None,
-                on_event=on_event or (lambda name, data: None),
+                store=MemoStore(settings.cache_dir / "store") if spec.use_memo else None,
+                on_event=spec.on_event or (lambda name, data: None),
             )
 
     def _sandbox(self, settings: Settings) -> StagedSandbox:

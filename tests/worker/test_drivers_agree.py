@@ -26,7 +26,7 @@ from orchestrator.worker.phases import PhaseContext, run_phase
 from orchestrator.workflow.models import GoalResult
 from orchestrator.workflow.request import GoalRequest
 from orchestrator.workflow.run import run_goal
-from orchestrator.workflow.runtime import Runtime
+from orchestrator.workflow.runtime import Runtime, RuntimeSpec
 
 GOAL = "three notes, one after the other"
 
@@ -70,7 +70,7 @@ class FakeRuntimes:
         self.rt = rt
 
     @contextmanager
-    def open(self, settings: Settings, skills_root: Path, model_spec: str, **_: Any) -> Iterator[Runtime]:
+    def open(self, spec: RuntimeSpec) -> Iterator[Runtime]:
         yield self.rt
 
     def kill_containers(self, settings: Settings, job_id: str) -> int:
