@@ -91,8 +91,10 @@ def run_goal(
         list[str] | None,
         typer.Option(
             "--budget",
-            help="A budget for this goal, KEY=VALUE (repeatable): max_tool_calls, time_budget_ms, token_budget, "
-            "script_timeout_s, disk_write_limit_mb, goal_token_budget, goal_model_calls.",
+            help="A budget for this goal, KEY=VALUE (repeatable), within the operator's ceilings: per skill "
+            "max_tool_calls, time_budget_ms, token_budget, script_timeout_s, disk_write_limit_mb; for the whole goal "
+            "(plan, every Act, retries, re-plans, the final check and scoring) goal_token_budget, goal_model_calls — "
+            "spent, the goal ends unmet with what was done, at most one request over.",
         ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the overall result as JSON.")] = False,

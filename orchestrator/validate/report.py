@@ -58,6 +58,8 @@ class ValidationReport(BaseModel):
     violation_categories: dict[str, int] = {}
     tokens_in: int = 0
     tokens_out: int = 0
+    model_calls: int = 0
+    """Model requests of the semantic check (a reply from the response cache is none)."""
     duration_ms: int = 0
     skipped_semantic: bool = False
 

@@ -47,6 +47,8 @@ class SemanticOutcome(BaseModel):
     """``None`` when the model's answers stayed malformed; ``problem`` then says why."""
     problem: str = ""
     attempts: int = 0
+    model_calls: int = 0
+    """Requests sent (a reply from the response cache sends none)."""
     tokens_in: int = 0
     tokens_out: int = 0
     latency_ms: int = 0
@@ -147,6 +149,7 @@ def semantic_check(
         for attempt in range(1 + MAX_REPAIRS):
             response = model.complete(messages, purpose="semantic", json_response=True)
             outcome.attempts = attempt + 1
+            outcome.model_calls += not response.cache_hit
             outcome.tokens_in += response.usage.prompt_tokens
             outcome.tokens_out += response.usage.completion_tokens
             try:

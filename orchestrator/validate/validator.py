@@ -143,6 +143,7 @@ def _semantic_report(
             "violation_categories": _categories(violations, len(missing)),
             "tokens_in": semantic.tokens_in,
             "tokens_out": semantic.tokens_out,
+            "model_calls": semantic.model_calls,
             "duration_ms": duration_ms,
         }
     )

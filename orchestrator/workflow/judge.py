@@ -14,7 +14,7 @@ from orchestrator.act.evidence import catalog_files
 from orchestrator.act.memo import verdict_key
 from orchestrator.act.models import Unmet
 from orchestrator.config import Settings
-from orchestrator.errors import OrchestratorError
+from orchestrator.errors import BudgetExceeded, OrchestratorError
 from orchestrator.llm.images import ImageLimits
 from orchestrator.logs import get_logger
 from orchestrator.skills.tree import tree_hash
@@ -23,6 +23,7 @@ from orchestrator.validate.rules import ContractRules, ExpectedOutputs
 from orchestrator.validate.semantic import prompt_fingerprint
 from orchestrator.validate.stats import ValidationStats
 from orchestrator.validate.validator import ValidationReport, validate_outputs
+from orchestrator.workflow.budget import BudgetedModel, GoalBudget
 from orchestrator.workflow.models import GoalError, GoalResult, GoalState
 from orchestrator.workflow.respond import respond
 from orchestrator.workflow.runtime import Runtime
@@ -33,10 +34,13 @@ _log = get_logger("orchestrator.workflow")
 
 def judge(state: GoalState, rt: Runtime) -> GoalResult:
     """Validate the whole output and judge the goal (``unmet`` with suggestions when no skill fitted), answered
-    by the goal's response strategy (``respond``: SUMMARY, or SCORED with one more model call)."""
+    by the goal's response strategy (``respond``: SUMMARY, or SCORED with one more model call). The semantic check
+    and the scoring call are made only while the goal's budget is not spent."""
     assert state.plan is not None
-    result = _no_fit_result(state) if not state.plan.steps else build_result(state, _final_validation(state, rt))
-    return respond(result, rt.model, state.request.response or rt.settings.supervisor.response)
+    model = BudgetedModel(rt.model, GoalBudget.of(state, rt.settings.limits))
+    made = state.plan.steps
+    result = build_result(state, _final_validation(state, rt, model)) if made else _no_fit_result(state)
+    return respond(result, model, state.request.response or rt.settings.supervisor.response)
 
 
 def _no_fit_result(state: GoalState) -> GoalResult:
@@ -59,7 +63,7 @@ def _no_fit_result(state: GoalState) -> GoalResult:
     return result
 
 
-def _final_validation(state: GoalState, rt: Runtime) -> ValidationReport | None:
+def _final_validation(state: GoalState, rt: Runtime, model: BudgetedModel) -> ValidationReport | None:
     assert state.plan is not None
     if rt.settings.qa.mode == "off":
         return None
@@ -84,7 +88,7 @@ def _final_validation(state: GoalState, rt: Runtime) -> ValidationReport | None:
             update={"rationale": f"{contract.rationale}; semantic check skipped: {names} did not finish"}
         )
     else:
-        report = _semantic(state, rt, expected, contract)
+        report = _semantic(state, rt, model, expected, contract)
     rt.emit("validate.done", job=state.job_id, passed=report.pass_, stage=report.stage,
             violations=len(report.violations))
     return report
@@ -103,8 +107,11 @@ def _sheet_limits(settings: Settings) -> ImageLimits | None:
     return ImageLimits(max_bytes=settings.disclosure.image_max_bytes, max_side_px=settings.disclosure.image_max_side_px)
 
 
-def _semantic(state: GoalState, rt: Runtime, expected: ExpectedOutputs, contract: ValidationReport) -> ValidationReport:
-    """The model's verdict, reused when the same expectations were already judged on byte-identical artifacts."""
+def _semantic(
+    state: GoalState, rt: Runtime, model: BudgetedModel, expected: ExpectedOutputs, contract: ValidationReport
+) -> ValidationReport:
+    """The model's verdict, reused when the same expectations were already judged on byte-identical artifacts;
+    not given (the report fails, naming the budget) when the goal's budget is spent before the verdict."""
     assert state.plan is not None
     key = verdict_key(
         rt.model.name,
@@ -122,14 +129,23 @@ def _semantic(state: GoalState, rt: Runtime, expected: ExpectedOutputs, contract
                 **cached,
                 "tokens_in": 0,
                 "tokens_out": 0,
+                "model_calls": 0,
                 "duration_ms": 0,
                 "rationale": f"(same verdict as an earlier run on identical artifacts) {cached.get('rationale', '')}",
             }
         )
-    report = validate_outputs(
-        published_dir(state), expected, model=rt.model, qa_mode=rt.settings.qa.mode, **_layout(state, rt),
-        images=_sheet_limits(rt.settings),
-    )
+    try:
+        report = validate_outputs(
+            published_dir(state), expected, model=model, qa_mode=rt.settings.qa.mode, **_layout(state, rt),
+            images=_sheet_limits(rt.settings),
+        )
+    except BudgetExceeded as e:
+        why = f"semantic check not finished: {e.message}"
+        rt.emit("validate.refused", job=state.job_id, reason=e.message)
+        return contract.model_copy(
+            update={"pass_": False, "violations": [why], "rationale": f"{contract.rationale}; {why}",
+                    "tokens_in": model.tokens_in, "tokens_out": model.tokens_out, "model_calls": model.calls}
+        )
     if rt.store is not None and report.pass_ and report.stage == "semantic":
         rt.store.put_verdict(key, report.model_dump(mode="json", by_alias=True))
     return report

@@ -6,19 +6,23 @@ The rules:
 
 - Plan: choose the steps; a plan with no step (no skill fits) goes straight to Reflect.
 - Act(i): run step i; a failed step stops the chain (later steps build on its outputs), so does the last step:
-  then Reflect; otherwise Act(i + 1).
+  then Reflect; otherwise Act(i + 1) — unless the goal's budget is spent: the steps left are not run (a note says
+  so) and Reflect judges what was done.
 - Reflect: ``reflect.decide`` says what to do; retries run in place (the step keeps its index, later steps are not
   run again), a re-plan resumes the chain at the first replaced step, anything else ends the goal with its verdict.
+- The goal's own budget (``workflow.budget``) holds over all of it: each Act gets what is left, Reflect refuses a
+  retry or re-plan once it is spent, and the final check and the SCORED answer are not asked for beyond it.
 """
 
 from __future__ import annotations
 
 from orchestrator.workflow import phases, reflect
+from orchestrator.workflow.budget import GoalBudget
 from orchestrator.workflow.judge import judge
 from orchestrator.workflow.models import GoalState
 from orchestrator.workflow.phases import Phase
 from orchestrator.workflow.runtime import Runtime
-from orchestrator.workflow.steps import act_step, plan_goal, refuse_replan, replan, retry_step
+from orchestrator.workflow.steps import act_step, plan_goal, refuse, replan, retry_step, skip_steps
 
 
 def advance(state: GoalState, phase: Phase, rt: Runtime) -> tuple[GoalState, Phase]:
@@ -31,39 +35,40 @@ def advance(state: GoalState, phase: Phase, rt: Runtime) -> tuple[GoalState, Pha
     match phase:
         case phases.Plan():
             plan_goal(state, rt)
-            return state, _first_step(state)
+            return state, _next_step(state, 0, rt)
         case phases.Act(index=index):
             act_step(state, index, rt)
-            return state, _after_step(state, index)
+            if state.results[index].status == "failed":
+                return state, phases.Reflect()
+            return state, _next_step(state, index + 1, rt)
         case phases.Reflect():
             return state, _reflect(state, rt)
         case phases.Done():
             raise ValueError("a goal that is done has no next phase")
 
 
-def _first_step(state: GoalState) -> Phase:
+def _next_step(state: GoalState, index: int, rt: Runtime) -> Phase:
+    """Act(index), or Reflect after the last step or once the goal's budget is spent (the steps left are not run)."""
     assert state.plan is not None
-    return phases.Act(0) if state.plan.steps else phases.Reflect()
-
-
-def _after_step(state: GoalState, index: int) -> Phase:
-    assert state.plan is not None
-    if state.results[index].status == "failed" or index + 1 >= len(state.plan.steps):
+    if index >= len(state.plan.steps):
         return phases.Reflect()
-    return phases.Act(index + 1)
+    if (spent := GoalBudget.of(state, rt.settings.limits).exhausted()) is not None:
+        skip_steps(state, index, spent, rt)
+        return phases.Reflect()
+    return phases.Act(index)
 
 
 def _reflect(state: GoalState, rt: Runtime) -> Phase:
     while True:
-        match reflect.decide(state, rt.settings.selection):
+        match reflect.decide(state, rt.settings.selection, rt.settings.limits):
             case reflect.RetryStep(index=index):
                 retry_step(state, index, rt)
             case reflect.Replan(step=step):
                 if replan(state, step, rt):
-                    return phases.Act(step)
+                    return _next_step(state, step, rt)
                 return phases.Done(judge(state, rt))
-            case reflect.Refused(step=step, budget=budget):
-                refuse_replan(state, step, budget, rt)
+            case reflect.Refused() as refused:
+                refuse(state, refused, rt)
                 return phases.Done(judge(state, rt))
             case reflect.Judge():
                 return phases.Done(judge(state, rt))

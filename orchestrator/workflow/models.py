@@ -42,7 +42,7 @@ class GoalMetrics(BaseModel):
             tokens_in=self.tokens_in + sum(m.tokens_in for m in acts) + (final.tokens_in if final else 0),
             tokens_out=self.tokens_out + sum(m.tokens_out for m in acts) + (final.tokens_out if final else 0),
             tool_calls=self.tool_calls + sum(m.tool_calls for m in acts),
-            model_calls=self.model_calls + sum(m.model_calls for m in acts),
+            model_calls=self.model_calls + sum(m.model_calls for m in acts) + (final.model_calls if final else 0),
             duration_ms=self.duration_ms + sum(m.duration_ms for m in acts) + (final.duration_ms if final else 0),
             containers=self.containers + sum(m.containers for m in acts),
             memo_hits=self.memo_hits + sum(m.memo_hits for m in acts),

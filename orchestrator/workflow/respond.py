@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from orchestrator.errors import ModelError
+from orchestrator.errors import BudgetExceeded, ModelError
 from orchestrator.llm.interface import ChatModel, Message
 from orchestrator.logs import get_logger
 from orchestrator.prompts import render_prompt
@@ -40,7 +40,7 @@ def respond(result: GoalResult, model: ChatModel, mode: ResponseMode) -> GoalRes
         result.notes.append("SCORED: the plan states no evaluation points, so nothing was scored")
         return result
     try:
-        scores, usage = _score(result, model, points)
+        scores, usage, refused = _score(result, model, points)
     except ModelError as e:
         result.notes.append(f"SCORED: the scoring call failed: {e.message}")
         return result
@@ -48,6 +48,9 @@ def respond(result: GoalResult, model: ChatModel, mode: ResponseMode) -> GoalRes
     result.metrics.tokens_out += usage[1]
     result.metrics.model_calls += usage[2]
     result.metrics.response_cache_hits += usage[3]
+    if refused:
+        result.notes.append(f"SCORED: not scored: {refused}")
+        return result
     if scores is None:
         result.notes.append("SCORED: the model's scores stayed malformed; none are reported")
         return result
@@ -62,7 +65,9 @@ class _Scores(BaseModel):
 
 def _score(
     result: GoalResult, model: ChatModel, points: list[str]
-) -> tuple[list[PointScore] | None, tuple[int, int, int, int]]:
+) -> tuple[list[PointScore] | None, tuple[int, int, int, int], str]:
+    """The scores (None: malformed), the usage (tokens in, out, calls, cache hits) and, when a budget refused a
+    request, why."""
     files = result.validation.files if result.validation is not None else []
     rationale = result.validation.rationale if result.validation is not None else ""
     messages = [
@@ -78,7 +83,10 @@ def _score(
     tokens_in = tokens_out = calls = hits = 0
     started = time.monotonic()
     for _ in range(2):  # one repair round, as the semantic check has
-        response = model.complete(messages, purpose="semantic", json_response=True)
+        try:
+            response = model.complete(messages, purpose="semantic", json_response=True)
+        except BudgetExceeded as e:  # the goal's budget: what was used so far still counts
+            return None, (tokens_in, tokens_out, calls, hits), e.message
         tokens_in += response.usage.prompt_tokens
         tokens_out += response.usage.completion_tokens
         calls += not response.cache_hit
@@ -86,12 +94,12 @@ def _score(
         problem, scores = _parse(response.content or "", points)
         if scores is not None:
             _log.info("respond.scored", points=len(points), ms=int((time.monotonic() - started) * 1000))
-            return scores, (tokens_in, tokens_out, calls, hits)
+            return scores, (tokens_in, tokens_out, calls, hits), ""
         messages += [
             Message(role="assistant", content=response.content or ""),
             Message(role="user", content=render_prompt("scored_repair", problem=problem)),
         ]
-    return None, (tokens_in, tokens_out, calls, hits)
+    return None, (tokens_in, tokens_out, calls, hits), ""
 
 
 def _parse(content: str, points: list[str]) -> tuple[str, list[PointScore] | None]:

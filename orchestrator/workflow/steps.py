@@ -17,15 +17,17 @@ from orchestrator.act.blackboard import Blackboard
 from orchestrator.act.engine import execute_skill
 from orchestrator.act.models import ActRequest, Disclosure
 from orchestrator.config import Settings
-from orchestrator.errors import WorkflowError
+from orchestrator.errors import BudgetExceeded, WorkflowError
 from orchestrator.logs import get_logger
 from orchestrator.prompts import render_prompt
 from orchestrator.select.index import SkillIndex
 from orchestrator.select.shortlist import make_shortlist, model_invocable
 from orchestrator.skills.models import SkillSummary
+from orchestrator.workflow.budget import BudgetedModel, GoalBudget
 from orchestrator.workflow.models import GoalMetrics, GoalState, Replan, Suggestion
 from orchestrator.workflow.outputs import check_input_files, check_job_id, check_output_dir, publish_file
 from orchestrator.workflow.plan import PlanOutcome, make_plan
+from orchestrator.workflow.reflect import Refused
 from orchestrator.workflow.request import GoalRequest
 from orchestrator.workflow.runtime import Runtime
 
@@ -81,7 +83,7 @@ def published_dir(state: GoalState) -> Path:
 
 def plan_goal(state: GoalState, rt: Runtime) -> None:
     rt.emit("plan.started", job=state.job_id, goal=state.request.goal)
-    outcome = _plan(state, rt)
+    outcome = _plan(state, rt, BudgetedModel(rt.model, GoalBudget.of(state, rt.settings.limits)))
     state.plan = outcome.plan
     state.plan_metrics = GoalMetrics(
         tokens_in=outcome.tokens_in,
@@ -101,8 +103,9 @@ def plan_goal(state: GoalState, rt: Runtime) -> None:
     )
 
 
-def _plan(state: GoalState, rt: Runtime, feedback: Sequence[str] = ()) -> PlanOutcome:
-    """One plan call over the goal's shortlist (the whole library when it is small)."""
+def _plan(state: GoalState, rt: Runtime, model: BudgetedModel, feedback: Sequence[str] = ()) -> PlanOutcome:
+    """One plan call over the goal's shortlist (the whole library when it is small), within the plan's and the
+    goal's budgets (``model`` refuses a request once the goal's budget is spent)."""
     selection = rt.settings.selection
     l1 = rt.library.l1_index()
     invocable = model_invocable(l1)
@@ -125,7 +128,7 @@ def _plan(state: GoalState, rt: Runtime, feedback: Sequence[str] = ()) -> PlanOu
     return make_plan(
         state.request.goal,
         shortlist.skills,
-        rt.model,
+        model,
         inputs=sorted(p.name for p in (state.work_dir / "inputs").iterdir()),
         constraints=state.request.constraints,
         feedback=feedback,
@@ -133,7 +136,7 @@ def _plan(state: GoalState, rt: Runtime, feedback: Sequence[str] = ()) -> PlanOu
         catalog_max_tokens=selection.catalog_max_tokens,
         search=search if index is not None and selection.search_tool else None,
         max_searches=selection.max_searches,
-        max_calls=max(1, selection.max_plan_calls - used),
+        max_calls=max(1, selection.max_plan_calls - used),  # and ``model`` refuses past the goal's budget
         library_size=shortlist.library_size,
     )
 
@@ -146,6 +149,7 @@ def act_step(state: GoalState, index: int, rt: Runtime, *, feedback: Sequence[st
     if step_dir.exists():
         shutil.rmtree(step_dir)
     board = Blackboard.from_snapshot(state.blackboard)
+    budget = GoalBudget.of(state, rt.settings.limits, rerun=index)  # an earlier try is among the superseded
     request = ActRequest(
         goal=state.request.goal,
         skill_id=step.skill,
@@ -156,6 +160,8 @@ def act_step(state: GoalState, index: int, rt: Runtime, *, feedback: Sequence[st
         qa_mode=rt.settings.qa.mode,
         job_id=f"{state.job_id}-{index}",
         goal_id=state.job_id,
+        goal_tokens_left=budget.tokens_left,
+        goal_calls_left=budget.calls_left,
     )
     rt.emit("act.started", job=state.job_id, step=index, skill=step.skill)
     result = execute_skill(
@@ -222,13 +228,25 @@ def retry_step(state: GoalState, index: int, rt: Runtime) -> None:
     act_step(state, index, rt, feedback=feedback)
 
 
-def refuse_replan(state: GoalState, step: int, budget: str, rt: Runtime) -> None:
-    """Say in the goal's notes that a re-plan was due after ``step`` but ``budget`` refused it."""
-    note = f"not re-planned after step {step + 1} ({state.results[step].skill_id}) stayed unmet: "
-    note += f"plan budget spent ({budget})"
+def refuse(state: GoalState, refused: Refused, rt: Runtime) -> None:
+    """Say in the goal's notes that a re-plan (or a retry) was due after a step but a budget refused it."""
+    step = refused.step
+    done = "retried" if refused.action == "retry" else "re-planned"
+    note = f"not {done} after step {step + 1} ({state.results[step].skill_id}) stayed unmet: "
+    note += f"{refused.scope} budget spent ({refused.budget})"
     if note not in state.notes:
         state.notes.append(note)
-        rt.emit("reflect.replan_refused", job=state.job_id, step=step, reason=budget)
+        rt.emit(f"reflect.{refused.action.replace('-', '')}_refused", job=state.job_id, step=step,
+                reason=refused.budget, scope=refused.scope)
+
+
+def skip_steps(state: GoalState, first: int, spent: str, rt: Runtime) -> None:
+    """Say in the goal's notes that the steps from ``first`` on were not run: the goal's budget is spent."""
+    assert state.plan is not None
+    left = state.plan.steps[first:]
+    numbers = f"step {first + 1}" if len(left) == 1 else f"steps {first + 1}-{first + len(left)}"
+    state.notes.append(f"{numbers} ({', '.join(s.skill for s in left)}) not run: goal budget spent ({spent})")
+    rt.emit("act.skipped", job=state.job_id, first=first, reason=spent)
 
 
 def replan(state: GoalState, stuck: int, rt: Runtime) -> bool:
@@ -253,11 +271,14 @@ def replan(state: GoalState, stuck: int, rt: Runtime) -> bool:
     rt.emit("reflect.replan", job=state.job_id, step=stuck, skill=failed.skill_id)
     record = Replan(step=stuck, skill=failed.skill_id, reason=f"{failed.exit_reason}: {why}")
     state.replan_log.append(record)
+    model = BudgetedModel(rt.model, GoalBudget.of(state, rt.settings.limits))
     try:
-        outcome = _plan(state, rt, feedback)
-    except WorkflowError as e:
+        outcome = _plan(state, rt, model, feedback)
+    except (WorkflowError, BudgetExceeded) as e:
         rt.emit("reflect.replan_failed", job=state.job_id, error=e.message)
         record.outcome = f"no usable plan: {e.message}"
+        _count(state.plan_metrics, model)  # the requests it made before giving up still count
+        record.plan_calls = model.calls
         return False
     state.plan_metrics.tokens_in += outcome.tokens_in
     state.plan_metrics.tokens_out += outcome.tokens_out
@@ -280,6 +301,12 @@ def replan(state: GoalState, stuck: int, rt: Runtime) -> bool:
     state.results = state.results[:stuck]
     state.retried = [i for i in state.retried if i < stuck]
     return True
+
+
+def _count(metrics: GoalMetrics, model: BudgetedModel) -> None:
+    metrics.tokens_in += model.tokens_in
+    metrics.tokens_out += model.tokens_out
+    metrics.model_calls += model.calls
 
 
 def _slug(skill_id: str) -> str:

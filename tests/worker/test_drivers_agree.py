@@ -179,3 +179,51 @@ def test_a_retryable_error_that_passes_lets_the_job_go_on(tmp_path: Path, redis_
     record, outcomes = _worker_job(tmp_path, skills, redis_server, model, "flaky")
     assert outcomes[:2] == [("plan", "given_back"), ("plan", "ok")] and record.attempts == 2
     assert [s["skill_id"] for s in record.result["skills"]][:2] == ["notes-a", "notes-b"]
+
+
+def _never_finishes(messages: list[Any], tools: list[Any], purpose: str) -> Any:
+    """Plans the three notes, then writes one more page on every Act turn and never finishes."""
+    if purpose == "plan":
+        return _responses()[0]
+    page = sum(m.role == "assistant" for m in messages)
+    return tool_call_response("write_artifact", path=f"page-{page}.md", text=f"page {page}\n")
+
+
+def test_a_goal_out_of_its_budget_ends_unmet_the_same_through_run_and_a_worker(
+    tmp_path: Path, redis_server: RedisServer
+) -> None:
+    skills = _skills(tmp_path / "skills")
+    limits = {"goal_model_calls": 4}  # the plan and three turns of the first step
+    run_settings = load_settings(cache_dir=tmp_path / "run-cache", limits=limits)
+    rt = Runtime(settings=run_settings, model=FunctionModel(_never_finishes), library=SkillLibrary(skills),
+                 sandbox=InMemorySandbox({}))
+    by_run = run_goal(GoalRequest(goal=GOAL), tmp_path / "run-out", rt)
+
+    settings = load_settings(
+        cache_dir=tmp_path / "worker-cache", output_root=tmp_path / "worker-out", skills_dir=skills, limits=limits
+    )
+    ledger = Ledger.from_url(redis_server.url)
+    ledger.create(JobRecord(job_id="spent", goal=GOAL, submitted_at=time.time()))
+    model = FunctionModel(_never_finishes)
+    worker_rt = Runtime(settings=settings, model=model, library=SkillLibrary(skills), sandbox=InMemorySandbox({}))
+    queued = ["plan"]
+    context = PhaseContext(settings=settings, ledger=ledger, worker="w1", runtimes=FakeRuntimes(worker_rt),
+                           enqueue=lambda record, phase: queued.append(phase))
+    ran = []
+    while queued:
+        ran.append(queued.pop(0))
+        assert run_phase(context, "spent", ran[-1]) == "ok"
+    assert ran == ["plan", "act:0", "reflect"]  # steps 2 and 3 are not run: nothing is left for them
+    record = ledger.get("spent")
+    assert record is not None and record.result is not None and record.state == "unmet"
+    by_worker = GoalResult.model_validate(record.result)
+
+    for result in (by_run, by_worker):
+        assert result.status == "unmet" and result.metrics.model_calls == 4
+        assert [(s.skill_id, s.exit_reason) for s in result.skills] == [("notes-a", "budget_goal")]
+        assert result.notes == [
+            "steps 2-3 (notes-b, notes-c) not run: goal budget spent (4 of 4 model calls used)",
+            "not re-planned after step 1 (notes-a) stayed unmet: goal budget spent (4 of 4 model calls used)",
+        ]
+        assert [(a.path, a.partial) for a in result.artifacts] == [(f"page-{n}.md", True) for n in range(3)]
+    assert len(model.calls) == 4

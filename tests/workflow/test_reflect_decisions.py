@@ -1,4 +1,5 @@
-"""Reflect's decision, as a table: the goal's steps so far and its plan budgets in, what Reflect does next out.
+"""Reflect's decision, as a table: the goal's steps so far, its plan budgets and the goal's own budget in, what
+Reflect does next out.
 
 This is the specification of retry and re-plan; the end-to-end tests (tests/e2e/test_run_select.py, tests/worker/
 test_select_jobs.py) only prove that `run` and a worker carry these decisions out.
@@ -11,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from orchestrator.act.models import ActResult, RemainingBudgets
-from orchestrator.config import SelectionSettings
+from orchestrator.act.models import ActMetrics, ActResult, RemainingBudgets
+from orchestrator.config import Budgets, SelectionSettings
 from orchestrator.workflow.models import GoalMetrics, GoalState
 from orchestrator.workflow.plan import NoFit, Plan, PlanStep
 from orchestrator.workflow.reflect import Judge, Refused, Replan, RetryStep, decide
@@ -33,6 +34,8 @@ def _state(
     replans: int = 0,
     plan_calls: int = 1,
     plan_tokens: int = 500,
+    act_calls: int = 0,
+    act_tokens: int = 0,
 ) -> GoalState:
     count = len(steps) if planned is None else planned
     results = [
@@ -41,6 +44,7 @@ def _state(
             status=status,  # type: ignore[arg-type]
             exit_reason=reason,  # type: ignore[arg-type]
             remaining_budgets=RemainingBudgets(tool_calls=0, time_ms=0, tokens=0, disk_mb=0),
+            metrics=ActMetrics(model_calls=act_calls, tokens_in=act_tokens) if i == 0 else ActMetrics(),
         )
         for i, (status, reason) in enumerate(steps)
     ]
@@ -58,6 +62,8 @@ def _state(
 
 
 SELECTION = SelectionSettings(replans=1, max_plan_calls=4, plan_token_budget=40_000)
+LIMITS = Budgets(goal_model_calls=20, goal_token_budget=100_000)
+"""The goal's budget; the first step's Act spends ``act_calls`` and ``act_tokens`` of it (the plan its own)."""
 
 CASES: list[tuple[str, dict[str, Any], object]] = [
     ("every step done: judge", {"steps": [DONE, DONE]}, Judge()),
@@ -84,21 +90,38 @@ CASES: list[tuple[str, dict[str, Any], object]] = [
      {"steps": [UNMET_OUT_OF_TOOLS], "plan_calls": 5, "plan_tokens": 50_000}, Refused(0, "5 of 4 plan calls used")),
     ("one plan call and one token left: re-plan",
      {"steps": [UNMET_OUT_OF_TOOLS], "plan_calls": 3, "plan_tokens": 39_999}, Replan(0)),
+    ("goal calls spent (plan and Acts together): a retry is refused, naming them",
+     {"steps": [STALLED], "act_calls": 19}, Refused(0, "20 of 20 model calls used", "goal", "retry")),
+    ("goal tokens spent: a retry is refused, naming them",
+     {"steps": [DONE, UNMET_FIXABLE], "act_tokens": 99_500},
+     Refused(1, "100000 of 100000 tokens used", "goal", "retry")),
+    ("goal calls spent: a re-plan is refused by the goal's budget",
+     {"steps": [("unmet", "budget_goal")], "act_calls": 19}, Refused(0, "20 of 20 model calls used", "goal")),
+    ("the goal's budget is named before the plan's",
+     {"steps": [UNMET_OUT_OF_TOOLS], "plan_calls": 4, "act_tokens": 99_500},
+     Refused(0, "100000 of 100000 tokens used", "goal")),
+    ("goal calls are named before goal tokens",
+     {"steps": [UNMET_OUT_OF_TOOLS], "act_calls": 30, "act_tokens": 200_000},
+     Refused(0, "31 of 20 model calls used", "goal")),
+    ("every step done with the goal's budget spent: judge, nothing refused",
+     {"steps": [DONE, DONE], "act_calls": 40}, Judge()),
+    ("one goal call and one goal token left: retry",
+     {"steps": [STALLED], "act_calls": 18, "act_tokens": 99_499}, RetryStep(0)),
 ]
 
 
 @pytest.mark.parametrize(("case", "given", "expected"), CASES, ids=[c[0] for c in CASES])
 def test_reflect_decides(case: str, given: dict[str, Any], expected: object) -> None:
-    assert decide(_state(**given), SELECTION) == expected
+    assert decide(_state(**given), SELECTION, LIMITS) == expected
 
 
 def test_re_planning_switched_off_judges_what_a_spent_budget_would_have_refused() -> None:
     state = _state([UNMET_FIXABLE], retried=(0,), plan_calls=4)
-    assert decide(state, SELECTION.model_copy(update={"replans": 0})) == Judge()
+    assert decide(state, SELECTION.model_copy(update={"replans": 0}), LIMITS) == Judge()
 
 
 def test_the_decision_reads_the_state_and_changes_nothing() -> None:
     state = _state([DONE, UNMET_FIXABLE], retried=(1,))
     before = state.model_dump()
-    decide(state, SELECTION)
+    decide(state, SELECTION, LIMITS)
     assert state.model_dump() == before
