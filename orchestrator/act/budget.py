@@ -30,7 +30,8 @@ class BudgetTracker:
 
     @property
     def model_calls(self) -> int:
-        return len({r.step for r in self.records} - {r.step for r in self.records if r.cache_hit})
+        steps = {r.step for r in self.records} - {r.step for r in self.records if r.cache_hit}
+        return len(steps) + sum(r.check_calls for r in self.records)
 
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)

@@ -98,7 +98,8 @@ def step_record(
     tokens_in = use.usage.prompt_tokens + (report.tokens_in if report else 0)
     tokens_out = use.usage.completion_tokens + (report.tokens_out if report else 0)
     ms = use.ms + (int((time.monotonic() - started) * 1000) if started is not None else 0)
-    cached = {"cache_hit": use.cache_hit, "cached_tokens": use.usage.cached_tokens}
+    cached = {"cache_hit": use.cache_hit, "cached_tokens": use.usage.cached_tokens,
+              "check_calls": report.model_calls if report else 0}
     if call is None or outcome is None:
         return StepRecord(step=step, kind=kind, reason_short=text[:200] if kind == "model" else text,
                           tokens_in=tokens_in, tokens_out=tokens_out, ms=ms, **cached)

@@ -94,6 +94,8 @@ class StepRecord(BaseModel):
     """The model's reply for this step came from the response cache: nothing was sent, no tokens used."""
     cached_tokens: int = 0
     """Prompt tokens the provider served from its own prompt cache (part of ``tokens_in``)."""
+    check_calls: int = 0
+    """Model requests of a finish's own semantic check (``qa.mode: step``), besides the step's own request."""
 
 
 class Disclosure(BaseModel):
@@ -143,7 +145,8 @@ class ActMetrics(BaseModel):
             tokens_in=sum(r.tokens_in for r in records),
             tokens_out=sum(r.tokens_out for r in records),
             tool_calls=sum(r.kind == "tool" for r in records),
-            model_calls=len({r.step for r in records} - {r.step for r in records if r.cache_hit}),
+            model_calls=len({r.step for r in records} - {r.step for r in records if r.cache_hit})
+            + sum(r.check_calls for r in records),
             duration_ms=duration_ms,
             disclosure=disclosed
             + Disclosure(

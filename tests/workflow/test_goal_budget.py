@@ -63,11 +63,13 @@ def _stalls(messages: list[Message], tools: list[ToolSpec], purpose: Purpose) ->
     return tool_call_response("read_ref", path="nowhere.md", _usage=_usage())
 
 
-def _goal(tmp_path: Path, fn: Any, response: Any = None, **limits: Any) -> tuple[GoalResult, FunctionModel]:
+def _goal(
+    tmp_path: Path, fn: Any, response: Any = None, qa: str = "final", **limits: Any
+) -> tuple[GoalResult, FunctionModel]:
     skill = tmp_path / "skills" / "notes"
     skill.mkdir(parents=True, exist_ok=True)
     (skill / "SKILL.md").write_text("---\nname: notes\ndescription: Write notes.md.\n---\nWrite notes.md.\n")
-    settings: Settings = load_settings(cache_dir=tmp_path / "cache", limits=limits)
+    settings: Settings = load_settings(cache_dir=tmp_path / "cache", limits=limits, qa={"mode": qa})
     model = FunctionModel(fn)
     rt = Runtime(settings=settings, model=model, library=SkillLibrary(tmp_path / "skills"), sandbox=InMemorySandbox())
     return run_goal(GoalRequest(goal="write the notes", response=response), tmp_path / "out", rt), model
@@ -120,6 +122,11 @@ def test_the_final_semantic_check_and_the_scored_answer_count_as_model_calls(tmp
     assert result.status == "done" and result.score == 1
     assert len(model.calls) == result.metrics.model_calls == 5  # and the scoring call
     assert _tokens(result) == 5 * REQUEST
+
+    result, model = _goal(tmp_path / "step", _finishes, qa="step")
+    assert result.status == "done"
+    assert len(model.calls) == result.metrics.model_calls == 5  # and the finish's own check (qa.mode step)
+    assert result.skills[0].metrics.model_calls == 3
 
 
 def test_a_goal_whose_work_spent_the_budget_is_not_judged_by_one_more_call(tmp_path: Path) -> None:
