@@ -216,6 +216,9 @@ def _print_record(ledger: Ledger, settings: Settings, record: JobRecord) -> None
         out.print(literal(f"note: {facts['note']}"), style="yellow", highlight=False)
     if record.reason:
         out.print(literal(f"reason: {record.reason}"), highlight=False)
+    result = record.result or {}
+    for note in result.get("notes") or []:  # e.g. which budget ended the goal, a retry or re-plan refused
+        out.print(literal(f"note: {note}"), style="yellow", highlight=False)
     out.print(literal(f"output folder: {facts['out_dir']}"), highlight=False)
     out.print(literal(f"evidence: {facts['evidence_path'] or '- (written when the job ends)'}"), highlight=False)
     for a in record.artifacts:
@@ -230,7 +233,6 @@ def _print_record(ledger: Ledger, settings: Settings, record: JobRecord) -> None
                     f"{h['end'] - h['start']:.2f} s → {h['outcome']}"),
             highlight=False,
         )
-    result = record.result or {}
     if result.get("answer"):
         out.print(literal(f"answer: {result['answer']}"), highlight=False)
     for s in result.get("scores") or []:

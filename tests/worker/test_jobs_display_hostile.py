@@ -19,6 +19,7 @@ def _plant(cluster: Cluster) -> None:
             reason="[/] broken at http://alice:s3cretpass@model.example/v1",
             plan=["[red]skill[/red]"],
             artifacts=[{"path": "two\nlines.txt", "size": 1, "sha256": "0" * 64}],
+            result={"notes": ["not re-planned: goal budget spent (5 of 5 model calls used) [bold]x[/bold] \x1b[2J"]},
         )
     )
 
@@ -36,3 +37,4 @@ def test_the_jobs_listing_and_one_job_show_hostile_text_literally(cluster: Clust
     one = cluster.cli("jobs", "hostile-1").stdout
     assert "[bold]loud[/bold]" in one and "[red]skill[/red]" in one
     assert "two\\nlines.txt" in one
+    assert "note: not re-planned: goal budget spent (5 of 5 model calls used) [bold]x[/bold]" in one
