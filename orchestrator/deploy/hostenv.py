@@ -56,9 +56,6 @@ class HostEnv(BaseModel):
         return [f"{name}={value}" for name, value in self.model_dump().items()]
 
 
-SECRETS = ("ORCH_REDIS_PASSWORD", "ORCH_FLOWER_AUTH")
-
-
 def read_values(path: Path) -> dict[str, str]:
     """``NAME=value`` lines of an env file (comments and other lines skipped); empty when there is no file."""
     try:

@@ -153,10 +153,6 @@ class SandboxRunner:
         self._image_id = image_id
         return image_id
 
-    def ensure_image(self) -> str:
-        """The image id (read once, then remembered), or a :class:`SandboxError` naming the build command."""
-        return self._image_id or self.image_id()
-
     # -- orphans ----------------------------------------------------------------------------------------------
 
     def reap(self, *, older_than_s: float = 0, foreign_after_s: float = FOREIGN_GRACE_S) -> int:

@@ -21,7 +21,6 @@ from orchestrator.errors import PathEscapeError, SandboxRefused
 INTERPRETERS: dict[str, str] = {".py": "python3", ".sh": "bash", ".js": "node"}
 SKILL_MOUNT = "/skill"
 BUILD_DIR = "build"
-BUILD_MOUNT = f"{SKILL_MOUNT}/{BUILD_DIR}"
 INPUTS_MOUNT = "/inputs"
 NODE_PATH = "/opt/node_modules"
 SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -33,16 +33,13 @@ from orchestrator.worker.bookkeeping import (
 from orchestrator.worker.heartbeat import Heartbeat
 from orchestrator.worker.ledger import Acquire, JobRecord, LeaseLost, Ledger
 from orchestrator.worker.limits import SoftLimitReached, soft_limit_interrupts
-from orchestrator.worker.tenancy import (
-    check_job_id,
-    library_root,
-    scenario_file,
-)
+from orchestrator.worker.tenancy import library_root, scenario_file
 from orchestrator.workflow import phases
 from orchestrator.workflow.machine import advance
 from orchestrator.workflow.models import Checkpoint
 from orchestrator.workflow.phases import Phase
 from orchestrator.workflow.readiness import is_environment_error
+from orchestrator.workflow.request import check_job_id
 from orchestrator.workflow.runtime import RuntimeSource, RuntimeSpec
 
 log = get_logger("orchestrator.worker")
@@ -104,7 +101,7 @@ def run_phase(pc: PhaseContext, job_id: str, phase_token: str) -> str:
         return outcome.value
     record = pc.ledger.get(job_id)
     assert record is not None
-    if record.job_id != check_job_id(job_id):  # the record's own id field must be its key's
+    if record.job_id != check_job_id(job_id, where="ledger"):  # the record's own id field must be its key's
         record = record.model_copy(update={"job_id": job_id, "out": "\0altered"})
     phase = phases.parse(phase_token)
     if isinstance(phase, phases.Act):

@@ -15,7 +15,7 @@ from typing import Any
 
 from orchestrator.config import Settings
 from orchestrator.errors import WorkflowError
-from orchestrator.workflow.request import job_id_ok
+from orchestrator.workflow.request import check_job_id
 
 LIBRARY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 DEFAULT_LIBRARY = "default"
@@ -61,12 +61,6 @@ def scenario_file(settings: Settings, value: str) -> Path:
     return path
 
 
-def check_job_id(job_id: str) -> str:
-    if not job_id_ok(job_id):
-        raise Refused(f"job id {str(job_id)[:120]!r} cannot name a job", where="ledger")
-    return job_id
-
-
 def check_out(out: str | None, job_id: str | None) -> None:
     """The one rule for ``out`` (a goal line's, a job record's): nothing, or the job's own id."""
     if out is not None and out != job_id:
@@ -80,7 +74,7 @@ def check_out(out: str | None, job_id: str | None) -> None:
 
 def own_out_dir(settings: Settings, job_id: str, out: str | None) -> Path:
     """``<output root>/<job id>``: the only folder a job may write; a record naming another one is refused."""
-    check_job_id(job_id)
+    check_job_id(job_id, where="ledger")
     check_out(out or None, job_id)  # a record without one writes the job's own folder
     root = settings.output_root.resolve()
     target = (root / job_id).resolve()
@@ -90,7 +84,7 @@ def own_out_dir(settings: Settings, job_id: str, out: str | None) -> Path:
 
 
 def job_work_dir(settings: Settings, job_id: str) -> Path:
-    return settings.cache_dir / "jobs" / check_job_id(job_id)
+    return settings.cache_dir / "jobs" / check_job_id(job_id, where="ledger")
 
 
 def check_checkpoint(state: Any, job_id: str, settings: Settings) -> None:

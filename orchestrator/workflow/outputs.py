@@ -18,18 +18,6 @@ from contextlib import suppress
 from pathlib import Path
 
 from orchestrator.errors import WorkflowError
-from orchestrator.workflow.request import job_id_ok
-
-
-def check_job_id(job_id: str) -> str:
-    """``job_id`` if it can name a folder (letters, digits, ``._-``, at most 100), else :class:`WorkflowError`."""
-    if not job_id_ok(job_id):
-        raise WorkflowError(
-            f"job id {job_id[:120]!r} cannot name a job folder",
-            where="inputs",
-            next_step="use letters, digits, '.', '_' and '-' only (at most 100, not starting with '.' or '-')",
-        )
-    return job_id
 
 
 def check_input_files(paths: Sequence[Path]) -> None:

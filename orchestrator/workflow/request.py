@@ -15,7 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from orchestrator.config import Budgets, Settings
-from orchestrator.errors import ConfigError
+from orchestrator.errors import ConfigError, WorkflowError
 from orchestrator.llm.factory import parse_model_spec
 from orchestrator.llm.scenario import Scenario, load_scenario, scenario_inputs
 
@@ -30,6 +30,17 @@ Response = Literal["SUMMARY", "SCORED"]
 def job_id_ok(job_id: object) -> bool:
     """True when ``job_id`` can name a job (its folder and its Redis keys)."""
     return isinstance(job_id, str) and re.match(JOB_ID_PATTERN, job_id) is not None
+
+
+def check_job_id(job_id: str, *, where: str = "inputs") -> str:
+    """``job_id`` if it can name a job, else :class:`WorkflowError` (``run``'s goal, a job record read back)."""
+    if not job_id_ok(job_id):
+        raise WorkflowError(
+            f"job id {str(job_id)[:120]!r} cannot name a job",
+            where=where,
+            next_step="use letters, digits, '.', '_' and '-' only (at most 100, not starting with '.' or '-')",
+        )
+    return job_id
 
 
 class BudgetOverrides(BaseModel):

@@ -25,10 +25,10 @@ from orchestrator.select.shortlist import make_shortlist, model_invocable
 from orchestrator.skills.models import SkillSummary
 from orchestrator.workflow.budget import BudgetedModel, GoalBudget
 from orchestrator.workflow.models import GoalMetrics, GoalState, Replan, Suggestion
-from orchestrator.workflow.outputs import check_input_files, check_job_id, check_output_dir, publish_file
+from orchestrator.workflow.outputs import check_input_files, check_output_dir, publish_file
 from orchestrator.workflow.plan import PlanOutcome, make_plan
 from orchestrator.workflow.reflect import Refused
-from orchestrator.workflow.request import GoalRequest
+from orchestrator.workflow.request import GoalRequest, check_job_id
 from orchestrator.workflow.runtime import Runtime
 
 _log = get_logger("orchestrator.workflow")

@@ -24,6 +24,7 @@ HOMES = {
     "MAX_GOAL_CHARS": "workflow/request.py",
     "JOB_ID_PATTERN": "workflow/request.py",
     "job_id_ok": "workflow/request.py",
+    "check_job_id": "workflow/request.py",
     "GoalRequest": "workflow/request.py",
     "budgeted": "workflow/request.py",
     "check_out": "worker/tenancy.py",
