@@ -322,7 +322,8 @@ MODEL_PROFILES: dict[str, dict[str, Any]] = {
     "hosted": {},
     # A small model on a slow local server (llama.cpp, Ollama, LM Studio on a laptop or a 2-core box): a first Act
     # request of ~4.5k tokens takes minutes, a 16k context holds the request and its reply, replies are capped at
-    # what such servers generate by default, and a retry of a timed-out request would queue behind it.
+    # what such servers generate by default, and a retry of a timed-out request would queue behind it. The goal's
+    # budget is what such a server reads in under an hour (~50 prompt tokens/s): a runaway goal ends in time.
     "local": {
         "model": {
             "request_timeout_s": 1800,
@@ -330,7 +331,7 @@ MODEL_PROFILES: dict[str, dict[str, Any]] = {
             "max_tokens": 1024,
             "max_tokens_by_purpose": {"plan": 768, "reflect": 256, "semantic": 512, "answer": 384},
         },
-        "limits": {"time_budget_ms": 2_400_000},
+        "limits": {"time_budget_ms": 2_400_000, "goal_token_budget": 150_000, "goal_model_calls": 40},
         "disclosure": {"act_request_max_tokens": 10_000, "act_keep_recent_results": 3},
         "worker": {"time_limit_margin_s": 900},
     },

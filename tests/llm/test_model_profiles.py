@@ -14,6 +14,7 @@ def test_the_hosted_profile_keeps_the_design_defaults() -> None:
     assert settings.model.profile == "hosted"
     assert (settings.model.request_timeout_s, settings.model.max_tokens) == (60, 4096)
     assert settings.limits.time_budget_ms == 120_000
+    assert (settings.limits.goal_token_budget, settings.limits.goal_model_calls) == (300_000, 60)
 
 
 def test_the_local_profile_gives_a_slow_server_time_and_bounds_its_replies() -> None:
@@ -23,15 +24,20 @@ def test_the_local_profile_gives_a_slow_server_time_and_bounds_its_replies() -> 
     assert settings.limits.time_budget_ms >= 1_200_000
     assert settings.disclosure.act_request_max_tokens <= 12_000  # a 16k context holds the request and the reply
     assert settings.limits.max_tool_calls == 24  # what the profile does not name keeps its default
+    assert (settings.limits.goal_token_budget, settings.limits.goal_model_calls) == (150_000, 40)
 
 
 def test_explicit_settings_win_over_the_profile(tmp_path, monkeypatch) -> None:
     config = tmp_path / "settings.yaml"
-    config.write_text("skillruntime:\n  model: {profile: local, max_tokens: 2048}\n  limits: {time_budget_ms: 5000}\n")
+    config.write_text(
+        "skillruntime:\n  model: {profile: local, max_tokens: 2048}\n"
+        "  limits: {time_budget_ms: 5000, goal_model_calls: 9}\n"
+    )
     monkeypatch.setenv("ORCH_MODEL__REQUEST_TIMEOUT_S", "120")
     settings = load_settings(config)
     assert settings.model.max_tokens == 2048
     assert settings.limits.time_budget_ms == 5000
+    assert settings.limits.goal_model_calls == 9 and settings.limits.goal_token_budget == 150_000
     assert settings.model.request_timeout_s == 120
     assert Settings(model=ModelSettings(profile="local", max_retries=3)).model.max_retries == 3
 
