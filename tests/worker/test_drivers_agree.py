@@ -7,6 +7,7 @@ collected in a list instead of Celery; the model and the sandbox are the in-memo
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,7 +25,7 @@ from orchestrator.testing.sandbox import InMemorySandbox
 from orchestrator.worker.ledger import JobRecord, Ledger
 from orchestrator.worker.phases import PhaseContext, run_phase
 from orchestrator.workflow.models import GoalResult
-from orchestrator.workflow.request import GoalRequest
+from orchestrator.workflow.request import BudgetOverrides, GoalRequest, budgeted
 from orchestrator.workflow.run import run_goal
 from orchestrator.workflow.runtime import Runtime, RuntimeSpec
 
@@ -189,25 +190,33 @@ def _never_finishes(messages: list[Any], tools: list[Any], purpose: str) -> Any:
     return tool_call_response("write_artifact", path=f"page-{page}.md", text=f"page {page}\n")
 
 
+class JobSettingsRuntimes(FakeRuntimes):
+    """The fake factory, but each phase's runtime has the job's settings (its goal line's budgets applied)."""
+
+    @contextmanager
+    def open(self, spec: RuntimeSpec) -> Iterator[Runtime]:
+        yield dataclasses.replace(self.rt, settings=spec.settings)
+
+
 def test_a_goal_out_of_its_budget_ends_unmet_the_same_through_run_and_a_worker(
     tmp_path: Path, redis_server: RedisServer
 ) -> None:
     skills = _skills(tmp_path / "skills")
-    limits = {"goal_model_calls": 4}  # the plan and three turns of the first step
-    run_settings = load_settings(cache_dir=tmp_path / "run-cache", limits=limits)
+    budgets = {"goal_model_calls": 4}  # the plan and three turns of the first step: `run --budget`, a goal line's
+    run_settings = budgeted(load_settings(cache_dir=tmp_path / "run-cache"), BudgetOverrides(**budgets))
     rt = Runtime(settings=run_settings, model=FunctionModel(_never_finishes), library=SkillLibrary(skills),
                  sandbox=InMemorySandbox({}))
     by_run = run_goal(GoalRequest(goal=GOAL), tmp_path / "run-out", rt)
 
     settings = load_settings(
-        cache_dir=tmp_path / "worker-cache", output_root=tmp_path / "worker-out", skills_dir=skills, limits=limits
+        cache_dir=tmp_path / "worker-cache", output_root=tmp_path / "worker-out", skills_dir=skills
     )
     ledger = Ledger.from_url(redis_server.url)
-    ledger.create(JobRecord(job_id="spent", goal=GOAL, submitted_at=time.time()))
+    ledger.create(JobRecord(job_id="spent", goal=GOAL, submitted_at=time.time(), request={"budgets": budgets}))
     model = FunctionModel(_never_finishes)
     worker_rt = Runtime(settings=settings, model=model, library=SkillLibrary(skills), sandbox=InMemorySandbox({}))
     queued = ["plan"]
-    context = PhaseContext(settings=settings, ledger=ledger, worker="w1", runtimes=FakeRuntimes(worker_rt),
+    context = PhaseContext(settings=settings, ledger=ledger, worker="w1", runtimes=JobSettingsRuntimes(worker_rt),
                            enqueue=lambda record, phase: queued.append(phase))
     ran = []
     while queued:
