@@ -236,13 +236,19 @@ def _print_record(ledger: Ledger, settings: Settings, record: JobRecord) -> None
     if result.get("answer"):
         out.print(literal(f"answer: {result['answer']}"), highlight=False)
     for s in result.get("scores") or []:
-        out.print(literal(f"  {s.get('score')}  {s.get('point')} — {s.get('reason')}"), highlight=False)
+        out.print(literal(f"  {_score(s.get('score'))}  {s.get('point')} — {s.get('reason')}"), highlight=False)
     if result.get("score") is not None:
-        out.print(literal(f"score: {result['score']}"), highlight=False)
+        out.print(literal(f"score: {_score(result['score'])}"), highlight=False)
     for earlier in ledger.earlier_runs(record.job_id, record.run):
         out.print(literal(f"  earlier run {earlier.run}: {earlier.state} — {earlier.reason or '-'}"), highlight=False)
     if record.trace_id:
         out.print(f"trace {record.trace_id} (jobs {record.job_id} --trace)", highlight=False)
+
+
+def _score(value: Any) -> str:
+    """A score as ``run`` prints it (two decimals); what else a rewritten record holds, as it is."""
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    return f"{value:.2f}" if number else str(value)
 
 
 def _print_trace(ledger: Any, job_id: str, *, as_json: bool) -> None:

@@ -19,7 +19,12 @@ def _plant(cluster: Cluster) -> None:
             reason="[/] broken at http://alice:s3cretpass@model.example/v1",
             plan=["[red]skill[/red]"],
             artifacts=[{"path": "two\nlines.txt", "size": 1, "sha256": "0" * 64}],
-            result={"notes": ["not re-planned: goal budget spent (5 of 5 model calls used) [bold]x[/bold] \x1b[2J"]},
+            result={
+                "notes": ["not re-planned: goal budget spent (5 of 5 model calls used) [bold]x[/bold] \x1b[2J"],
+                # a rewritten record's scores need not be numbers: shown as they are, never a crash
+                "scores": [{"point": "p [b]x[/b]", "score": "[/] high \x1b[2J", "reason": "r"}],
+                "score": {"not": "a number"},
+            },
         )
     )
 
@@ -38,3 +43,4 @@ def test_the_jobs_listing_and_one_job_show_hostile_text_literally(cluster: Clust
     assert "[bold]loud[/bold]" in one and "[red]skill[/red]" in one
     assert "two\\nlines.txt" in one
     assert "note: not re-planned: goal budget spent (5 of 5 model calls used) [bold]x[/bold]" in one
+    assert "[/] high" in one and "p [b]x[/b] — r" in one and "score: {'not': 'a number'}" in one
