@@ -177,11 +177,17 @@ redis.call('HSET', KEYS[1], 'running', 'false')
 return 1
 """
 
-# ARGV: now, stale_after_s, max_attempts, sweeper, job id. Takes over a running job whose heartbeat is stale.
-# Returns {outcome, next, attempts}: outcome is fresh | requeue | exhausted.
+# ARGV: now, stale_after_s, max_attempts, sweeper, job id, call id. Takes over a running job whose heartbeat is
+# stale. Returns {outcome, next, attempts}: outcome is fresh | requeue | exhausted. The same call sent again (its reply
+# lost to a Redis restart) answers what it did, so the phase is queued again and counted once.
 _TAKEOVER = """
 local job = KEYS[1]
 if redis.call('EXISTS', job) == 0 then redis.call('SREM', KEYS[3], ARGV[5]) return {'fresh', '', 0} end
+if redis.call('HGET', job, 'taken_by') == cjson.encode(ARGV[6]) then
+  local done = cjson.decode(redis.call('HGET', job, 'state')) == 'failed'
+  return {done and 'exhausted' or 'requeue', cjson.decode(redis.call('HGET', job, 'next_taken')),
+    tonumber(redis.call('HGET', job, 'attempts'))}
+end
 local running = cjson.decode(redis.call('HGET', job, 'running') or 'false')
 local hb = tonumber(redis.call('HGET', job, 'heartbeat')) or 0
 if not running or tonumber(ARGV[1]) - hb < tonumber(ARGV[2]) then return {'fresh', '', 0} end
@@ -192,7 +198,8 @@ local age = math.floor(tonumber(ARGV[1]) - hb)
 local attempts = tonumber(redis.call('HGET', job, 'attempts') or '0') + 1
 redis.call('DEL', KEYS[2])
 redis.call('SREM', KEYS[3], ARGV[5])
-redis.call('HSET', job, 'attempts', attempts, 'running', 'false', 'heartbeat', ARGV[1])
+redis.call('HSET', job, 'attempts', attempts, 'running', 'false', 'heartbeat', ARGV[1],
+  'taken_by', cjson.encode(ARGV[6]), 'next_taken', cjson.encode(nxt))
 if attempts > tonumber(ARGV[3]) then
   redis.call('HSET', job, 'state', '"failed"', 'next', $END, 'finished_at', ARGV[1],
     'reason', cjson.encode('gave up after ' .. (attempts - 1) .. ' attempts: worker ' .. worker ..
@@ -218,9 +225,14 @@ return 1
 
 # KEYS: job, lease, running set. ARGV: token, now, max_attempts, why, job id. A worker whose own environment failed
 # (model server, key, engine, image) hands the phase back: the next worker's attempt counts; at the cap it fails.
+# The same call sent again (its reply lost to a Redis restart) answers what it did.
 _GIVE_BACK = """
 local job = KEYS[1]
-if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 'lost' end
+if redis.call('GET', KEYS[2]) ~= ARGV[1] then
+  if redis.call('HGET', job, 'given_by') ~= cjson.encode(ARGV[1]) then return 'lost' end
+  if cjson.decode(redis.call('HGET', job, 'state')) == 'failed' then return 'exhausted' end
+  return 'queued'
+end
 redis.call('DEL', KEYS[2])
 redis.call('SREM', KEYS[3], ARGV[5])
 if redis.call('HGET', job, 'state') == '"cancelled"' then
@@ -228,6 +240,7 @@ if redis.call('HGET', job, 'state') == '"cancelled"' then
   return 'lost'
 end
 local attempts = tonumber(redis.call('HGET', job, 'attempts') or '0')
+redis.call('HSET', job, 'given_by', cjson.encode(ARGV[1]))
 if attempts >= tonumber(ARGV[3]) then
   redis.call('HSET', job, 'state', '"failed"', 'running', 'false', 'next', $END, 'finished_at', ARGV[2],
     'reason', cjson.encode('no worker could run it: ' .. ARGV[4] .. ' (' .. attempts .. ' attempts)'))
@@ -394,7 +407,7 @@ class Ledger:
         """``(outcome, next_phase, attempts)``; ``requeue`` means the caller must enqueue ``next_phase``."""
         outcome, nxt, attempts = self._takeover(
             keys=[job_key(job_id), f"{PREFIX}:lease:{job_id}", RUNNING],
-            args=[time.time(), stale_after_s, max_attempts, sweeper, job_id],
+            args=[time.time(), stale_after_s, max_attempts, sweeper, job_id, secrets.token_hex(8)],
         )
         return outcome.decode(), nxt.decode(), int(attempts)
 

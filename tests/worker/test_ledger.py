@@ -158,13 +158,20 @@ class _LosesReplies(redis.Connection):
         return response
 
 
-def test_an_acquire_whose_reply_was_lost_and_sent_again_holds_its_lease_with_one_attempt(server: RedisServer) -> None:
-    # A worker's client sends a call again when its reply is lost to a Redis restart; the script ran already.
+@pytest.fixture
+def lossy(server: RedisServer) -> Ledger:
+    """A worker's ledger whose client sends a call again when its reply is lost (the script ran already)."""
     pool = redis.ConnectionPool.from_url(
         server.url, connection_class=_LosesReplies, retry=Retry(ExponentialBackoff(cap=0.1, base=0.01), retries=3)
     )
     ledger = Ledger(redis.Redis(connection_pool=pool))
     ledger.r.flushdb()
+    _LosesReplies.lose = 0
+    return ledger
+
+
+def test_an_acquire_whose_reply_was_lost_and_sent_again_holds_its_lease_with_one_attempt(lossy: Ledger) -> None:
+    ledger = lossy
     _job(ledger)
     _LosesReplies.lose = 1
     outcome, token, attempts = ledger.acquire("j1", "plan", worker="w", lease_s=60, max_attempts=3)
@@ -174,6 +181,29 @@ def test_an_acquire_whose_reply_was_lost_and_sent_again_holds_its_lease_with_one
     assert ledger.acquire("j1", "plan", worker="other", lease_s=60, max_attempts=3)[0] == "busy"
     ledger.commit_phase("j1", token, _checkpoint(), next="act:0")
     assert ledger.release("j1", token)
+
+
+def test_a_phase_given_back_whose_reply_was_lost_is_still_queued_once(lossy: Ledger) -> None:
+    _job(lossy)
+    _, token, _ = lossy.acquire("j1", "plan", worker="w", lease_s=60, max_attempts=3)
+    _LosesReplies.lose = 1
+    assert lossy.give_back("j1", token, why="model server down", max_attempts=3) == "queued"  # not "lost"
+    assert _LosesReplies.lose == 0
+    record = lossy.get("j1")
+    assert (record.state, record.running, record.attempts) == ("queued", False, 1)
+    assert lossy.acquire("j1", "plan", worker="other", lease_s=60, max_attempts=3)[::2] == ("ok", 2)
+
+
+def test_a_takeover_whose_reply_was_lost_still_requeues_the_phase_counted_once(lossy: Ledger) -> None:
+    _job(lossy)
+    lossy.acquire("j1", "plan", worker="dead", lease_s=60, max_attempts=3)
+    lossy.update("j1", heartbeat=time.time() - 120)
+    _LosesReplies.lose = 1
+    assert lossy.take_over_if_stale("j1", stale_after_s=60, max_attempts=3, sweeper="s") == ("requeue", "plan", 2)
+    assert _LosesReplies.lose == 0
+    assert lossy.get("j1").attempts == 2
+    # another sweep (a new call) finds nothing left to take over
+    assert lossy.take_over_if_stale("j1", stale_after_s=60, max_attempts=3, sweeper="t")[0] == "fresh"
 
 
 def test_commands_run_by_people_fail_fast_when_redis_is_away(tmp_path: Path) -> None:
