@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import time
 from collections.abc import Sequence
 from functools import cache
@@ -20,13 +19,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from orchestrator.llm.cutjson import close_cut_json
 from orchestrator.llm.images import ViewedImage
 from orchestrator.llm.interface import ChatModel, ImagePart, Message
+from orchestrator.llm.jsonreply import json_in_reply
 from orchestrator.prompts import load_prompt, render_prompt
 from orchestrator.validate.report import FileEntry
 from orchestrator.validate.rules import TEXT_KINDS, ExpectedOutputs
 
 MAX_INDEX_ENTRIES = 100
 MAX_REPAIRS = 1
-_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
 
 
 class SemanticVerdict(BaseModel):
@@ -108,15 +107,15 @@ def user_message(
 
 
 def parse_verdict(content: str | None) -> SemanticVerdict:
-    """The verdict in a model answer (a ```json fence is tolerated); ``ValueError`` says what is wrong."""
+    """The verdict in a model answer (prose around it or a fence is tolerated); ``ValueError`` says what is wrong."""
     if not content or not content.strip():
         raise ValueError("the answer was empty")
-    fenced = _FENCE.match(content)
-    text = fenced.group(1) if fenced else content.strip()
     try:
-        data = json.loads(text)
+        data = json_in_reply(content)
     except json.JSONDecodeError as e:
         raise ValueError(f"the answer is not JSON ({e.msg} at line {e.lineno} column {e.colno})") from e
+    except ValueError as e:
+        raise ValueError(f"the answer is not JSON ({e})") from e
     if not isinstance(data, dict):
         raise ValueError(f"the answer is JSON {type(data).__name__}, not an object")
     try:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, ValidationError, field_validator, model_v
 from orchestrator.errors import ModelError, WorkflowError
 from orchestrator.llm.cutjson import close_cut_json
 from orchestrator.llm.interface import ChatModel, Message, ModelResponse, ToolSpec
+from orchestrator.llm.jsonreply import json_in_reply
 from orchestrator.prompts import load_prompt, render_prompt, tool_text
 from orchestrator.select.shortlist import Catalog, catalog_text
 from orchestrator.skills.models import SkillSummary
@@ -292,10 +293,11 @@ def _call(model: ChatModel, messages: list[Message], tools: Sequence[ToolSpec]) 
 
 def _parse(text: str, known: set[str]) -> tuple[str, Plan | None]:
     try:
-        data: Any = _normalise(json.loads(_strip_fence(text)))
-        plan = Plan.model_validate(data)
-    except json.JSONDecodeError as e:
+        data: Any = _normalise(json_in_reply(text))
+    except ValueError as e:
         return f"not JSON ({e})", None
+    try:
+        plan = Plan.model_validate(data)
     except ValidationError as e:
         return f"not the plan shape ({e.errors()[0]['loc']}: {e.errors()[0]['msg']})", None
     unknown = [s.skill for s in plan.steps if s.skill not in known]
@@ -347,11 +349,3 @@ def _normalise(data: Any) -> Any:
             steps.append(step)
         data = {**data, "steps": steps}
     return data
-
-
-def _strip_fence(text: str) -> str:
-    text = text.strip()
-    if text.startswith("```"):
-        text = text.split("\n", 1)[1] if "\n" in text else ""
-        text = text.rsplit("```", 1)[0]
-    return text

@@ -9,7 +9,6 @@ more semantic check of the same artifacts index (previews only, never whole file
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
@@ -17,6 +16,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from orchestrator.errors import BudgetExceeded, ModelError
 from orchestrator.llm.interface import ChatModel, Message
+from orchestrator.llm.jsonreply import json_in_reply
 from orchestrator.logs import get_logger
 from orchestrator.prompts import render_prompt
 from orchestrator.validate.semantic import index_lines, system_prompt
@@ -103,12 +103,8 @@ def _score(
 
 
 def _parse(content: str, points: list[str]) -> tuple[str, list[PointScore] | None]:
-    text = content.strip()
-    if text.startswith("```"):
-        text = text.split("\n", 1)[1] if "\n" in text else ""
-        text = text.rsplit("```", 1)[0]
     try:
-        data: Any = json.loads(text)
+        data: Any = json_in_reply(content)
         if isinstance(data, list):
             data = {"scores": data}
         scores = _Scores.model_validate(data).scores

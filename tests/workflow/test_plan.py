@@ -54,3 +54,18 @@ def test_an_unusable_plan_is_retried_once_with_the_reason_then_fails_at_the_plan
 def test_a_fenced_json_plan_is_accepted():
     model = ScriptedModel([text_response('```json\n{"steps": [{"skill": "brand-guidelines"}]}\n```')])
     assert make_plan("goal", CATALOG, model).plan.steps[0].skill == "brand-guidelines"
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        'Sure! Here is the plan:\n```json\n{"steps": [{"skill": "brand-guidelines"}]}\n```\nIt uses one skill.',
+        '{"steps": [{"skill": "brand-guidelines"}]}\n\nNote: this plan follows the catalog.',
+        "{'steps': [{'skill': 'brand-guidelines'}], 'no_fit': None}",
+    ],
+    ids=["prose-around-fence", "trailing-note", "python-dict"],
+)
+def test_a_plan_wrapped_in_prose_is_taken_without_asking_again(answer):
+    model = ScriptedModel([text_response(answer)])
+    assert make_plan("goal", CATALOG, model).plan.steps[0].skill == "brand-guidelines"
+    assert len(model.calls) == 1

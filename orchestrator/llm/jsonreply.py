@@ -1,0 +1,124 @@
+"""The one JSON value a model's answer holds, however it was wrapped.
+
+Asked for "a JSON object and nothing else", small models still say "Sure! Here is the plan:" before a ```json fence,
+add a note after the object, or write a Python dict (single quotes, ``True``/``None``). A plan, a verdict or scores
+written that way are the model's answer all the same; asking again costs a whole request (minutes on a local
+server) and the second answer is often wrapped the same way. :func:`json_in_reply` finds the value: the whole text,
+else a fenced block, else the first complete JSON value in the text, else the first Python literal of dicts, lists,
+strings, numbers and booleans. Text with none of these raises ``ValueError`` with the JSON error of the whole text.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+from typing import Any
+
+MAX_CHARS = 200_000
+"""Only the start of an answer is searched (answers are bounded by ``max_tokens`` anyway)."""
+MAX_STARTS = 32
+"""At most this many ``{``/``[`` positions are tried as the start of a value (hostile text stays cheap)."""
+MAX_LITERAL_CHARS = 64_000
+_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[^\n]*\n(.*?)```", re.DOTALL)
+_PYTHON_WORDS = re.compile(r"\b(True|False|None)\b")
+_JSON_WORDS = {"True": "true", "False": "false", "None": "null"}
+
+
+def json_in_reply(text: str) -> Any:
+    """The JSON value of an answer (see the module's doc); ``json.JSONDecodeError`` (a ``ValueError``) of the whole
+    text when there is none."""
+    text = text[:MAX_CHARS]
+    try:
+        return json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as error:
+        first = error
+    for match in _FENCE.finditer(text):
+        if match.group(1).lower() not in ("", "json", "json5", "javascript", "js", "python", "py"):
+            continue
+        found = _value_in(match.group(2))
+        if found is not _NOTHING:
+            return found
+    found = _value_in(text)
+    if found is not _NOTHING:
+        return found
+    if isinstance(first, json.JSONDecodeError):
+        raise first
+    raise ValueError(str(first))
+
+
+class _Nothing:
+    pass
+
+
+_NOTHING: Any = _Nothing()
+
+
+def _value_in(text: str) -> Any:
+    """The first JSON value (then Python literal) that starts at a ``{`` or ``[`` of ``text``."""
+    stripped = text.strip()
+    try:
+        return json.loads(stripped)
+    except (ValueError, RecursionError):
+        pass
+    decoder = json.JSONDecoder()
+    starts = [i for i, ch in enumerate(text) if ch in "{["][:MAX_STARTS]
+    found: list[Any] = []
+    after = 0
+    for start in starts:
+        if start < after:  # inside a value already read
+            continue
+        try:
+            value, after = decoder.raw_decode(text, start)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, dict | list) and value:
+            found.append(value)
+    if not found:
+        found = [v for v in (_literal(text, start) for start in starts) if v is not _NOTHING]
+    # an object is the answer; a list only when there is no object ("see [1]" before the answer is not it)
+    return next((v for v in found if isinstance(v, dict)), found[0] if found else _NOTHING)
+
+
+def _literal(text: str, start: int) -> Any:
+    """A Python literal (``{'steps': [...], 'ok': True}``) from ``start`` to its balanced end, as JSON data."""
+    end = _balanced_end(text, start)
+    if end is None or end - start > MAX_LITERAL_CHARS:
+        return _NOTHING
+    source = text[start:end]
+    try:
+        value = ast.literal_eval(source)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        if not _PYTHON_WORDS.search(source):
+            return _NOTHING
+        try:  # JSON-ish text with Python's constants
+            value = json.loads(_PYTHON_WORDS.sub(lambda m: _JSON_WORDS[m[1]], source))
+        except (ValueError, RecursionError):
+            return _NOTHING
+    try:
+        return json.loads(json.dumps(value))  # only JSON data (no sets, bytes, complex numbers, tuples as such)
+    except (TypeError, ValueError, RecursionError):
+        return _NOTHING
+
+
+def _balanced_end(text: str, start: int) -> int | None:
+    """Where the bracket opened at ``start`` closes (quotes of either kind respected), or None."""
+    depth, quote, escaped = 0, "", False
+    for index in range(start, min(len(text), start + MAX_LITERAL_CHARS)):
+        char = text[index]
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+            if depth == 0:
+                return index + 1
+    return None
