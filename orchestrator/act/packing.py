@@ -7,6 +7,8 @@ The Act keeps its full history (evidence is built from it); each request is a pa
 * the last ``keep_recent`` tool results are sent whole; older ones are replaced by a short summary that keeps
   ``ok``, ``error`` and the short fields (paths, exit codes) and says how much was left out — the model can call
   the tool again, and repeated reads are answered from the read cache;
+* an assistant reply longer than ``REPLY_TOKENS`` (a small model's runaway text, up to ``max_tokens`` of it) is
+  sent as its start: it would otherwise ride along with every later request of the Act;
 * if the request is still over ``max_tokens``, older summaries and older assistant texts are cut further, oldest
   first, until it fits (tool calls and their results stay paired, as the API requires).
 """
@@ -23,6 +25,7 @@ from orchestrator.tokens import cut_to_tokens, estimate_tokens
 
 _FIELD_CHARS = 160
 _TEXT_CHARS = 240
+REPLY_TOKENS = 300
 
 
 def summarize_result(content: str, *, max_chars: int = _TEXT_CHARS) -> str:
@@ -64,6 +67,10 @@ def pack_messages(messages: Sequence[Message], *, keep_recent: int = 4, max_toke
     older = tool_positions[:-keep_recent] if keep_recent > 0 else tool_positions
     for i in older:
         packed[i] = packed[i].model_copy(update={"content": summarize_result(packed[i].content or "")})
+    for i, m in enumerate(packed):
+        if m.role == "assistant" and m.content and estimate_tokens(m.content) > REPLY_TOKENS:
+            start, left_out = cut_to_tokens(m.content, REPLY_TOKENS)
+            packed[i] = m.model_copy(update={"content": render_prompt("notes/reply_cut", text=start, tokens=left_out)})
     if request_tokens(packed) <= max_tokens:
         return packed
     # Still too big: shrink what is oldest first (never the first two messages, never the last turn).

@@ -62,3 +62,15 @@ def test_a_summary_keeps_ok_error_and_short_fields():
     assert summary["ok"] is False and summary["error"] == "no such file" and summary["path"] == "x.md"
     assert len(json.dumps(summary)) < 500
     assert "summarised" in summarize_result("plain text " * 100)
+
+
+def test_a_runaway_reply_is_sent_as_its_start_in_every_later_request():
+    runaway = "I will carefully check every rule again before the next step. " * 300  # ~4,700 tokens, cut by the server
+    history = _history(2)
+    history.insert(4, Message(role="assistant", content=runaway))
+    history.insert(5, Message(role="user", content="Call a tool, or call finish(summary, outputs)."))
+    packed = pack_messages(history, keep_recent=4, max_tokens=24_000)
+    [sent] = [m for m in packed if m.role == "assistant" and "carefully" in (m.content or "")]
+    assert 300 <= request_tokens([sent]) < 400 and "tokens, is left out" in (sent.content or "")
+    assert history[4].content == runaway  # the Act's own history (the evidence) keeps all of it
+    assert [m.content for m in packed if m.role == "assistant"][0] == "Reading reference 0."
