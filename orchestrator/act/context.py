@@ -78,6 +78,8 @@ class ActState:
     stdout_results: list[Any] = field(default_factory=list)
     missing_refs: list[str] = field(default_factory=list)
     validation_stats: ValidationStats = field(default_factory=ValidationStats)
+    written: set[str] = field(default_factory=set)
+    """Files of build/ this Act wrote (a retry writing what the earlier attempt wrote is still making progress)."""
     replaying: bool = False
     """The Act's opening request was answered from the response cache: it replays an earlier run's conversation, so
     tools answer as they did then (no digests or memo notes that would make the next request differ)."""

@@ -195,3 +195,33 @@ def test_how_small_models_misspell_calls_still_works(write_skill, skills_root, s
     assert schema["ok"] and schema["text"] == SCHEMA
     assert result.status == "done"
     assert json.loads((tmp_path / "out" / "brand.json").read_text()) == {"name": "Acme", "rules": ["short"]}
+
+
+def test_a_retry_writing_what_the_first_attempt_wrote_is_progress(write_skill, skills_root, settings, tmp_path):
+    """The Act's retry starts over in the same goal: writing brand.json again, byte for byte what the first attempt
+    left, is this Act's progress (no Micro-Reflect after it and a mistake)."""
+    from orchestrator.act.blackboard import Blackboard
+
+    _brand(write_skill)
+    board, out = Blackboard(), tmp_path / "out"
+    write = tool_call_response("write_artifact", path="brand.json", text='{"name": "Acme"}')
+
+    def attempt(model: ScriptedModel):
+        request = ActRequest(goal="test goal", skill_id="brand", expected=expect_files("notes.md", "brand.json"),
+                             budgets=Budgets(), job_id="orchtest-act")  # type: ignore[arg-type]
+        return execute_skill(request, model=model, library=SkillLibrary(skills_root), settings=settings,
+                             out_dir=out, blackboard=board)
+
+    first = ScriptedModel([write, tool_call_response("finish", summary="only brand.json", outputs=["build/brand.json"]),
+                           text_response("I cannot write the notes."), REFLECT] + [text_response("…")] * 4)
+    assert attempt(first).status == "unmet"
+    retry = ScriptedModel([
+        write,
+        tool_call_response("write_file", path="notes.md", text="Notes."),
+        tool_call_response("write_artifact", path="notes.md", text="Notes."),
+        tool_call_response("finish", summary="both", outputs=["build/brand.json", "build/notes.md"]),
+    ])
+    result = attempt(retry)
+    retry.assert_all_used()
+    assert [c.purpose for c in retry.calls] == ["act"] * 4
+    assert result.status == "done"

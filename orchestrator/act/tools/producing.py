@@ -51,6 +51,9 @@ class Stored:
     sha256: str
     version: str
     changed: bool
+    first_here: bool = False
+    """The first time this Act wrote the file: progress for the Act even when an earlier attempt (a retry's first
+    run) left the same bytes there."""
 
     def data(self) -> dict[str, Any]:
         return {"path": f"build/{self.rel}", "bytes": self.size, "sha256": self.sha256, "version": self.version,
@@ -58,7 +61,7 @@ class Stored:
 
     @property
     def changed_files(self) -> tuple[str, ...]:
-        return (self.rel,) if self.changed else ()
+        return (self.rel,) if self.changed or self.first_here else ()
 
 
 def store_in_build(ctx: ActContext, rel: str, data: bytes, *, full_hint: str) -> Stored | ToolOutcome:
@@ -71,7 +74,9 @@ def store_in_build(ctx: ActContext, rel: str, data: bytes, *, full_hint: str) ->
             return fail(str(e), hint=render_prompt(full_hint))
         raise
     label, changed = record_write(ctx, rel, written.sha256, written.size)
-    return Stored(rel, written.size, written.sha256, label, changed)
+    first_here = rel not in ctx.state.written
+    ctx.state.written.add(rel)
+    return Stored(rel, written.size, written.sha256, label, changed, first_here)
 
 
 class WriteArtifactArgs(ToolArgs):
