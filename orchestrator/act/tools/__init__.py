@@ -132,7 +132,9 @@ class ToolSet:
         try:
             prepared = tool.prepare(arguments)
         except (json.JSONDecodeError, ValidationError) as e:
-            return None, fail(render_prompt("errors/bad_arguments_for", name=name, error=e))
+            error = render_prompt("errors/bad_arguments_for", name=tool.name, error=_problems(e),
+                                  expected=_signature(tool))
+            return None, fail(error)
         try:
             return prepared, prepared.run(ctx)
         except SandboxRefused as e:
@@ -145,6 +147,40 @@ class ToolSet:
             _log.exception("act.tool_crashed", tool=name)
             error = render_prompt("errors/failed_unexpectedly", name=name, error_type=type(e).__name__, error=e)
             return prepared, fail(error)
+
+
+def _problems(error: json.JSONDecodeError | ValidationError) -> str:
+    """What is wrong with the arguments, one short clause per field (no library boilerplate)."""
+    if isinstance(error, json.JSONDecodeError):
+        return f"they are not JSON ({error.msg} at column {error.colno})"
+    problems = []
+    for item in error.errors()[:6]:
+        field = ".".join(str(part) for part in item["loc"] if not _is_type_tag(part)) or "arguments"
+        if item["type"] == "missing":
+            problems.append(f"{field!r} is required")
+        elif item["type"] == "extra_forbidden":
+            problems.append(f"{field!r} is not an argument")
+        else:
+            problems.append(f"{field!r}: {item['msg']} (got {type(item['input']).__name__})")
+    return "; ".join(dict.fromkeys(problems))
+
+
+def _is_type_tag(part: object) -> bool:
+    """pydantic names the union member it tried in an error's location (``args.dict[str,any]``)."""
+    return isinstance(part, str) and ("[" in part or part in {"str", "int", "float", "bool", "function-after"})
+
+
+def _signature(tool: Tool[Any]) -> str:
+    """``{path: string (required), text: string, …}``: the arguments as the schema the model was given says."""
+    schema = tool.spec().parameters
+    required = set(schema.get("required", []))
+    parts = []
+    for name, prop in schema.get("properties", {}).items():
+        if name == "reason":
+            continue
+        kinds = [p.get("type", "any") for p in prop.get("anyOf", [prop]) if p.get("type") != "null"]
+        parts.append(f"{name}: {' or '.join(map(str, kinds)) or 'any'}{' (required)' if name in required else ''}")
+    return "{" + ", ".join(parts) + "}"
 
 
 TOOLS = ToolSet(

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import inspect
 import json
+import re
+import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any, Generic, Literal, TypeVar, cast, get_type_hints
+from types import UnionType
+from typing import Any, Generic, Literal, TypeVar, Union, cast, get_args, get_origin, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
+from pydantic.fields import FieldInfo
 
 from orchestrator.act.context import ActContext
 from orchestrator.llm.images import ViewedImage
@@ -21,11 +25,70 @@ MAX_SCRIPT_FAILURES = 2  # the first failure plus exactly one informed retry
 
 
 class ToolArgs(BaseModel):
-    """Base of every tool's argument model: unknown fields are refused, ``reason`` is kept as evidence."""
+    """Base of every tool's argument model: unknown fields are refused, ``reason`` is kept as evidence.
+
+    Values in the shape small models often send are taken as they meant them (see :func:`_as_meant`): an object or
+    a list written as JSON text, and a list of strings written as one string (``"a.json, b.png"``,
+    ``"soffice --headless"``). Anything else that does not fit is the model's error to fix.
+    """
 
     model_config = ConfigDict(extra="forbid")
 
     reason: str = Field("", description=tool_text("args.reason"))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _as_meant(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        fixed = dict(data)
+        for name, field_info in cls.model_fields.items():
+            keys = [name, *_aliases(field_info)]
+            key = next((k for k in keys if k in data), None)
+            if key is not None and isinstance(data[key], str):
+                fixed[key] = _decoded(data[key], _kinds(field_info.annotation))
+        return fixed
+
+
+def _aliases(field_info: FieldInfo) -> list[str]:
+    alias = field_info.validation_alias
+    if isinstance(alias, str):
+        return [alias]
+    if isinstance(alias, AliasChoices):
+        return [c for c in alias.choices if isinstance(c, str)]
+    return []
+
+
+def _kinds(annotation: Any) -> set[Any]:
+    """The outer types a field accepts (``dict``, ``list``, ``str``, ``Any``, …), unions unpacked."""
+    if annotation is Any:
+        return {Any}
+    origin = get_origin(annotation)
+    if origin in (Union, UnionType):
+        return set().union(*(_kinds(a) for a in get_args(annotation)))
+    if origin is list and get_args(annotation) == (str,):
+        return {"list[str]"}
+    return {origin or annotation}
+
+
+def _decoded(value: str, kinds: set[Any]) -> Any:
+    """``value`` as the container the field wants, when it does not take text itself; else ``value`` unchanged."""
+    if str in kinds or Any in kinds or not kinds & {dict, list, "list[str]"}:
+        return value
+    try:
+        decoded = json.loads(value)
+    except (ValueError, RecursionError):
+        decoded = None
+    if isinstance(decoded, dict) and dict in kinds or isinstance(decoded, list) and kinds & {list, "list[str]"}:
+        return decoded
+    if "list[str]" not in kinds or not value.strip():
+        return value
+    if re.search(r"[,\n]", value):
+        return [part.strip() for part in re.split(r"[,\n]", value) if part.strip()]
+    try:
+        return shlex.split(value)
+    except ValueError:
+        return value.split()
 
 
 # --- effects: what a tool asks of the loop (at most one per outcome) -------------------------------------------
