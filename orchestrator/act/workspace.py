@@ -15,6 +15,7 @@ from typing import Protocol
 
 from orchestrator.errors import PathEscapeError, SandboxError, SandboxErrorCode
 from orchestrator.sandbox.backend import SandboxBackend, SandboxJobArea, ScriptArgs
+from orchestrator.sandbox.limits import BUILD_DIR, SKILL_MOUNT
 from orchestrator.sandbox.models import BuildFile, ScriptResult
 
 
@@ -31,14 +32,22 @@ class BuildArea(Protocol):
     def close(self) -> None: ...
 
 
+BUILD_MOUNTS = (f"{SKILL_MOUNT}/{BUILD_DIR}/", f"/{BUILD_DIR}/")
+
+
 def clean_build_path(rel_path: str) -> str:
-    """``rel_path`` normalised to a relative POSIX path inside ``build/`` (a leading ``build/`` is accepted).
+    """``rel_path`` normalised to a relative POSIX path inside ``build/`` (a leading ``build/``, ``/skill/build/`` or
+    ``/build/`` is accepted).
 
     Raises ``PathEscapeError`` for a path that would leave ``build/`` and ``ValueError`` for one that names no file.
     """
     text = rel_path.strip().replace("\\", "/")
     if any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
         raise ValueError(f"a file path cannot contain control characters: {rel_path!r}")
+    for mount in BUILD_MOUNTS:  # build/ as scripts see it (or as models guess it): the same folder, not an escape
+        if text.startswith(mount):
+            text = text.removeprefix(mount)
+            break
     path = PurePosixPath(text)
     if path.is_absolute() or ".." in path.parts:
         raise PathEscapeError(f"path must stay inside build/: {rel_path!r}", path=rel_path)

@@ -225,3 +225,20 @@ def test_a_retry_writing_what_the_first_attempt_wrote_is_progress(write_skill, s
     retry.assert_all_used()
     assert [c.purpose for c in retry.calls] == ["act"] * 4
     assert result.status == "done"
+
+
+def test_build_named_as_the_sandbox_mounts_it_is_build_and_other_absolute_paths_still_escape(
+        write_skill, skills_root, settings, tmp_path):
+    _brand(write_skill)
+    model = ScriptedModel([
+        tool_call_response("write_artifact", path="/skill/build/brand.json", text='{"name": "Acme"}'),
+        tool_call_response("write_artifact", path="/build/notes.md", text="Notes."),
+        tool_call_response("finish", summary="done", outputs=["/build/brand.json", "build/notes.md"]),
+    ])
+    result = act("brand", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out",
+                 expected=expect_files("brand.json", "notes.md"))
+    assert result.status == "done"
+    assert (tmp_path / "out" / "brand.json").read_text() == '{"name": "Acme"}'
+    escape = ScriptedModel([tool_call_response("write_artifact", path="/build/../../etc/x", text="x")])
+    result = act("brand", escape, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out2")
+    assert result.exit_reason == "sandbox_violation"
