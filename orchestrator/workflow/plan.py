@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections.abc import Callable, Sequence
 from pathlib import PurePosixPath
@@ -297,13 +298,31 @@ def _parse(text: str, known: set[str]) -> tuple[str, Plan | None]:
     except ValueError as e:
         return f"not JSON ({e})", None
     try:
-        plan = Plan.model_validate(data)
+        plan = _with_ids(Plan.model_validate(data), known)
     except ValidationError as e:
         return f"not the plan shape ({e.errors()[0]['loc']}: {e.errors()[0]['msg']})", None
     unknown = [s.skill for s in plan.steps if s.skill not in known]
     if unknown:
         return f"unknown skill ids {unknown}; choose from {sorted(known)}", None
     return "", plan
+
+
+def _with_ids(plan: Plan, known: set[str]) -> Plan:
+    """Skills named the way the catalog line shows them but not by their id (``pptx`` for ``document-skills/pptx``,
+    ``brand_guidelines``) are the skill they name, when exactly one id ends that way."""
+    steps = []
+    for step in plan.steps:
+        if step.skill not in known:
+            wanted = _spelling(step.skill)
+            matches = [k for k in known if wanted in (_spelling(k), _spelling(k.rsplit("/", 1)[-1]))]
+            if len(matches) == 1:
+                step = step.model_copy(update={"skill": matches[0]})
+        steps.append(step)
+    return plan.model_copy(update={"steps": steps})
+
+
+def _spelling(name: str) -> str:
+    return re.sub(r"[\s_]+", "-", name.strip().strip("/").lower())
 
 
 CUT_TEXT_CHARS = 300
@@ -318,6 +337,7 @@ def _salvaged(text: str, known: set[str]) -> Plan | None:
         plan = Plan.model_validate(_normalise(data))
     except ValidationError:
         return None
+    plan = _with_ids(plan, known)
     if any(s.skill not in known for s in plan.steps) or (not plan.steps and plan.no_fit is None):
         return None
     steps = [s.model_copy(update={"why": s.why[:CUT_TEXT_CHARS], "expected": s.expected[:CUT_TEXT_CHARS]})

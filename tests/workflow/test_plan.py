@@ -69,3 +69,19 @@ def test_a_plan_wrapped_in_prose_is_taken_without_asking_again(answer):
     model = ScriptedModel([text_response(answer)])
     assert make_plan("goal", CATALOG, model).plan.steps[0].skill == "brand-guidelines"
     assert len(model.calls) == 1
+
+
+@pytest.mark.parametrize("named", ["pptx", "PPTX", "document-skills/pptx/"])
+def test_a_skill_named_as_its_catalog_line_shows_it_is_that_skill(named):
+    model = ScriptedModel([json_response({"steps": [{"skill": "brand_guidelines"}, {"skill": named}]})])
+    plan = make_plan("a branded deck", CATALOG, model).plan
+    assert [s.skill for s in plan.steps] == ["brand-guidelines", "document-skills/pptx"]
+    assert len(model.calls) == 1
+
+
+def test_a_name_that_fits_two_skills_is_still_asked_again():
+    catalog = [*CATALOG, CATALOG[1].model_copy(update={"id": "other/pptx", "path": "/z"})]
+    model = ScriptedModel([json_response({"steps": [{"skill": "pptx"}]}),
+                           json_response({"steps": [{"skill": "other/pptx"}]})])
+    assert make_plan("a deck", catalog, model).plan.steps[0].skill == "other/pptx"
+    assert "unknown skill ids ['pptx']" in (model.calls[1].messages[-1].content or "")
