@@ -61,44 +61,99 @@ def _value_in(text: str) -> Any:
         return json.loads(stripped)
     except (ValueError, RecursionError):
         pass
-    decoder = json.JSONDecoder()
-    starts = [i for i, ch in enumerate(text) if ch in "{["][:MAX_STARTS]
+    decoder = json.JSONDecoder(strict=False)
     found: list[Any] = []
-    after = 0
-    for start in starts:
-        if start < after:  # inside a value already read
-            continue
+    start, tried = _next_start(text, 0), 0
+    while start is not None and tried < MAX_STARTS:
+        tried += 1
         try:
-            value, after = decoder.raw_decode(text, start)
+            value, end = decoder.raw_decode(text, start)
         except (ValueError, RecursionError):
-            continue
+            closing = _balanced_end(text, start)
+            if closing is None:  # never closed: whatever follows is inside it, not a value of its own
+                break
+            value, end = _repaired(text[start:closing]), closing
         if isinstance(value, dict | list) and value:
             found.append(value)
-    if not found:
-        found = [v for v in (_literal(text, start) for start in starts) if v is not _NOTHING]
+        start = _next_start(text, end if value is not _NOTHING else start + 1)
     # an object is the answer; a list only when there is no object ("see [1]" before the answer is not it)
     return next((v for v in found if isinstance(v, dict)), found[0] if found else _NOTHING)
 
 
-def _literal(text: str, start: int) -> Any:
-    """A Python literal (``{'steps': [...], 'ok': True}``) from ``start`` to its balanced end, as JSON data."""
+def _next_start(text: str, at: int) -> int | None:
+    starts = [i for i in (text.find("{", at), text.find("[", at)) if i >= 0]
+    return min(starts) if starts else None
+
+
+def loads_lenient(text: str) -> Any:
+    """``text`` as one JSON value, with what small models get wrong forgiven: raw line breaks inside strings, trailing
+    commas, Python's quotes and constants. ``json.JSONDecodeError`` of the strict reading when none of that helps."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        first = error
+    except RecursionError as error:
+        raise ValueError("nested too deeply") from error
+    stripped = text.strip()
+    if stripped[:1] in ("{", "[") and _balanced_end(stripped, 0) == len(stripped):
+        value = _repaired(stripped)
+        if value is not _NOTHING:
+            return value
+    raise first
+
+
+def value_at(text: str, start: int) -> tuple[Any, int] | None:
+    """The value whose ``{``/``[`` is at ``start``, read leniently (see :func:`loads_lenient`), and where it ends."""
     end = _balanced_end(text, start)
-    if end is None or end - start > MAX_LITERAL_CHARS:
+    if end is None:
+        return None
+    value = _repaired(text[start:end])
+    return None if value is _NOTHING else (value, end)
+
+
+def _repaired(source: str) -> Any:
+    if len(source) > MAX_LITERAL_CHARS:
         return _NOTHING
-    source = text[start:end]
+    try:
+        return json.loads(_without_trailing_commas(source), strict=False)
+    except (ValueError, RecursionError):
+        pass
     try:
         value = ast.literal_eval(source)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         if not _PYTHON_WORDS.search(source):
             return _NOTHING
         try:  # JSON-ish text with Python's constants
-            value = json.loads(_PYTHON_WORDS.sub(lambda m: _JSON_WORDS[m[1]], source))
+            value = json.loads(_PYTHON_WORDS.sub(lambda m: _JSON_WORDS[m[1]], source), strict=False)
         except (ValueError, RecursionError):
             return _NOTHING
     try:
         return json.loads(json.dumps(value))  # only JSON data (no sets, bytes, complex numbers, tuples as such)
     except (TypeError, ValueError, RecursionError):
         return _NOTHING
+
+
+def _without_trailing_commas(source: str) -> str:
+    """``{"a": 1,}`` → ``{"a": 1}``: commas right before a closing bracket, outside strings, dropped."""
+    out: list[str] = []
+    quote, escaped = "", False
+    for char in source:
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == quote:
+                quote = ""
+        elif char == '"':
+            quote = char
+        elif char in "}]":
+            while out and out[-1].isspace():
+                out.pop()
+            if out and out[-1] == ",":
+                out.pop()
+        out.append(char)
+    return "".join(out)
 
 
 def _balanced_end(text: str, start: int) -> int | None:

@@ -20,11 +20,14 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.llm.interface import ToolCall, UnreadCall
+from orchestrator.llm.jsonreply import loads_lenient, value_at
 
 MAX_TEXT_CHARS = 64_000
 """Only the start of a reply is searched (a reply is bounded by ``max_tokens`` anyway)."""
 MAX_CALLS = 16
 MAX_CANDIDATES = 400
+MAX_LENIENT = 8
+"""At most this many call-like spans that are not strict JSON are read leniently (each reads at most 64k)."""
 """At most this many ``{``/``[`` positions are tried as the start of a bare JSON value (hostile text stays cheap)."""
 
 _TAG = re.compile(r"<(tool_call|function_call)>\s*(.*?)\s*(?:</\1>|$)", re.DOTALL | re.IGNORECASE)
@@ -33,7 +36,7 @@ MISTRAL_PREFIX = "[TOOL_CALLS]"
 JSON_FENCES = ("", "json", "json5", "tool_call", "tool_code", "tool")
 _NAME_KEYS = ("name", "tool", "tool_name", "function", "function_name")
 _ARG_KEYS = ("arguments", "parameters", "args", "input", "tool_input")
-_LOOKS_LIKE_CALL = re.compile(r"""["'](?:name|tool|tool_name|function)["']\s*:\s*["']([^"'\\]{1,100})["']""")
+_LOOKS_LIKE_CALL = re.compile(r"""\s*["'](?:name|tool|tool_name|function)["']\s*:\s*["']([^"'\\]{1,100})["']""")
 _HAS_ARGS = re.compile(r"""["'](?:arguments|parameters|args|input)["']\s*:""")
 
 
@@ -119,8 +122,8 @@ class _Finder:
     def bare(self, text: str) -> list[tuple[int, int]]:
         """JSON values in the prose (a Mistral ``[TOOL_CALLS]`` prefix is dropped)."""
         spans: list[tuple[int, int]] = []
-        decoder = json.JSONDecoder()
-        at, tried = 0, 0
+        decoder = json.JSONDecoder(strict=False)  # raw line breaks inside strings are how small models write text
+        at, tried, lenient = 0, 0, 0
         while tried < MAX_CANDIDATES:
             starts = [i for i in (text.find("{", at), text.find("[", at)) if i >= 0]
             if not starts:
@@ -130,8 +133,14 @@ class _Finder:
             try:
                 value, end = decoder.raw_decode(text, start)
             except (ValueError, RecursionError):
-                at = start + 1
-                continue
+                found = None
+                if lenient < MAX_LENIENT and _LOOKS_LIKE_CALL.match(text, start + 1, start + 160):
+                    lenient += 1  # single quotes, Python's constants, trailing commas
+                    found = value_at(text, start)
+                if found is None:
+                    at = start + 1
+                    continue
+                value, end = found
             calls = self._calls_in(value)
             if calls:
                 self.calls += calls
@@ -160,7 +169,7 @@ class _Finder:
         if fenced:  # a fence inside a tag
             body = fenced.group(2).strip()
         try:
-            value = json.loads(body)
+            value = loads_lenient(body)
         except (ValueError, RecursionError):
             name = _LOOKS_LIKE_CALL.search(body)
             detail = "the tag was never closed" if not closed and self.cut else _json_error(body)
@@ -207,7 +216,7 @@ class _Finder:
     def _with_arguments(self, name: str, arguments: Any) -> tuple[str, str] | None:
         if isinstance(arguments, str):  # the API's own form: the arguments as JSON text
             try:
-                arguments = json.loads(arguments) if arguments.strip() else {}
+                arguments = loads_lenient(arguments) if arguments.strip() else {}
             except (ValueError, RecursionError):
                 self._unread(name, f"its arguments are not JSON ({_json_error(arguments)})", arguments)
                 return None

@@ -65,4 +65,4 @@ def test_any_text_gives_json_data_or_a_value_error(text: str) -> None:
 def test_hostile_text_stays_cheap() -> None:
     with pytest.raises(ValueError):
         json_in_reply("{[" * 50_000)
-    assert json_in_reply("[" * 10 + "x" + "{\"a\": 1}") == {"a": 1}
+    assert json_in_reply("[x] " * 10 + "{\"a\": 1}") == {"a": 1}

@@ -95,12 +95,12 @@ def test_text_that_is_not_a_call_stays_text(content: str) -> None:
         ('{"name": "read_ref", "arguments": {"path": "a.md"}', "read_ref", "Expecting"),
         ('<tool_call>{"name": "write_artifact", "arguments": {"path": "x.json", "text": "{</tool_call>',
          "write_artifact", "Unterminated"),
-        ('```json\n{"name": "read_ref", "arguments": {\'path\': \'a.md\'}}\n```', "read_ref", "property name"),
+        ('```json\n{"name": "read_ref", "arguments": {path: a.md}}\n```', "read_ref", "property name"),
         ('{"name": "read_ref", "arguments": "path=a.md"}', "read_ref", "not JSON"),
         ('{"name": "read_ref", "arguments": ["a.md"]}', "read_ref", "not an object"),
         ('read_ref(path="brand.schema.json")', "read_ref", "function call"),
     ],
-    ids=["unclosed-brace", "broken-tag", "single-quotes", "arguments-text", "arguments-list", "python-style"],
+    ids=["unclosed-brace", "broken-tag", "unquoted-keys", "arguments-text", "arguments-list", "python-style"],
 )
 def test_a_call_that_cannot_be_read_is_reported_with_why(content: str, name: str, detail: str) -> None:
     found = read_text_calls(content, OFFERED)
@@ -169,3 +169,22 @@ def test_a_cut_reply_marks_its_broken_call_unread_and_sends_no_broken_json_back(
     assert response.cut and response.tool_calls == ()
     assert response.unread_calls[0].cut and response.unread_calls[0].name == "write_artifact"
     assert "tool_calls" not in response.as_message().to_openai()
+
+
+@pytest.mark.parametrize(
+    "content",
+    [
+        '{"name": "write_artifact", "arguments": {"path": "a.md", "text": "# Notes\n\n- one\n"}}',
+        "{'name': 'write_artifact', 'arguments': {'path': 'a.md', 'text': '# Notes\\n\\n- one\\n'}}",
+        "I will write it: {'name': 'write_artifact', 'arguments': {'path': 'a.md', 'text': '# Notes\\n\\n- one\\n'}}",
+        '<tool_call>{"name": "write_artifact", "arguments": {"path": "a.md", "text": "# Notes\\n\\n- one\\n",},}'
+        "</tool_call>",
+        '```json\n{"name": "write_artifact", '
+        '"arguments": "{\'path\': \'a.md\', \'text\': \'# Notes\\\\n\\\\n- one\\\\n\'}"}\n```',
+    ],
+    ids=["raw-line-breaks", "single-quotes", "single-quotes-in-prose", "trailing-commas", "python-arguments-text"],
+)
+def test_what_small_models_get_wrong_in_json_is_read_as_meant(content: str) -> None:
+    [call] = read_text_calls(content, OFFERED).calls
+    assert call.name == "write_artifact"
+    assert json.loads(call.arguments) == {"path": "a.md", "text": "# Notes\n\n- one\n"}
