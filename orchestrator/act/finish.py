@@ -52,6 +52,7 @@ def finish_attempt(
     shown = report.model_dump(
         by_alias=True, include={"pass_", "stage", "missing", "violations", "warnings", "rationale"}
     )
+    never_made = [m for m in report.missing if m not in ctx.state.written]
     messages.append(
         Message(
             role="user",
@@ -59,16 +60,24 @@ def finish_attempt(
                 "act_validation_failed",
                 report=json.dumps(shown, ensure_ascii=False),
                 may_retry=failed < MAX_FAILED_FINISHES,
+                never_made=never_made,
             ),
         )
     )
-    if failed >= MAX_FAILED_FINISHES:
+    if failed < MAX_FAILED_FINISHES:
+        return None, report
+    if never_made and not report.violations:  # the model declared done what it never made: its mistake
         return Exit(
             "validation_failed",
-            "; ".join(report.missing + report.violations)[:500] or report.rationale,
-            "look at the violations; adjust the goal's expected outputs or the skill",
+            f"the model called finish without producing {', '.join(never_made)[:400]}",
+            "the model stopped before making the outputs: run the goal again, give it more detail or use a "
+            "stronger model",
         ), report
-    return None, report
+    return Exit(
+        "validation_failed",
+        "; ".join(report.missing + report.violations)[:500] or report.rationale,
+        "look at the violations; adjust the goal's expected outputs or the skill",
+    ), report
 
 
 def finalize(

@@ -242,3 +242,18 @@ def test_build_named_as_the_sandbox_mounts_it_is_build_and_other_absolute_paths_
     escape = ScriptedModel([tool_call_response("write_artifact", path="/build/../../etc/x", text="x")])
     result = act("brand", escape, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out2")
     assert result.exit_reason == "sandbox_violation"
+
+
+def test_finishing_before_making_the_outputs_is_told_and_blamed_on_the_model(write_skill, skills_root, settings,
+                                                                            tmp_path):
+    _brand(write_skill)
+    finish = tool_call_response("finish", summary="brand.json written", outputs=["build/brand.json"])
+    model = ScriptedModel([finish, finish])
+    result = act("brand", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out",
+                 expected=expect_files("brand.json", kind="json"))
+    told = model.calls[1].messages[-1].content or ""
+    assert "Nothing in this run has made brand.json yet: produce it with the skill's tools" in told
+    assert result.status == "unmet" and result.exit_reason == "validation_failed"
+    [first] = [u for u in result.unmet if u.what == "brand.json"]
+    assert "the model stopped before making the outputs" in first.next_step
+    assert "the skill" not in first.next_step

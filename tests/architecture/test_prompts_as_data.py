@@ -164,8 +164,10 @@ def test_every_prompt_file_ships_in_the_wheel():
 
 
 def test_rendering_is_strict_and_exact():
-    assert render_prompt("act_validation_failed", report="{}", may_retry=False) == "Validation failed: {}"
-    assert render_prompt("act_validation_failed", report="{}", may_retry=True) == (
+    assert render_prompt("act_validation_failed", report="{}", may_retry=False, never_made=[]) == (
+        "Validation failed: {}"
+    )
+    assert render_prompt("act_validation_failed", report="{}", may_retry=True, never_made=[]) == (
         "Validation failed: {}\nFix it, then call finish again."
     )
     # A value is never rendered as a template itself, and a field the template needs may not be left out.
