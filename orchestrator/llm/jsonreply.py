@@ -20,6 +20,7 @@ MAX_CHARS = 200_000
 MAX_STARTS = 32
 """At most this many ``{``/``[`` positions are tried as the start of a value (hostile text stays cheap)."""
 MAX_LITERAL_CHARS = 64_000
+THINKING = re.compile(r"<(think|thinking|reasoning)>.*?(?:</\1>|$)", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[^\n]*\n(.*?)```", re.DOTALL)
 _PYTHON_WORDS = re.compile(r"\b(True|False|None)\b")
 _JSON_WORDS = {"True": "true", "False": "false", "None": "null"}
@@ -28,7 +29,7 @@ _JSON_WORDS = {"True": "true", "False": "false", "None": "null"}
 def json_in_reply(text: str) -> Any:
     """The JSON value of an answer (see the module's doc); ``json.JSONDecodeError`` (a ``ValueError``) of the whole
     text when there is none."""
-    text = text[:MAX_CHARS]
+    text = THINKING.sub("", text[:MAX_CHARS])  # what a reasoning model thought first is not its answer
     try:
         return json.loads(text)
     except (json.JSONDecodeError, RecursionError) as error:

@@ -217,12 +217,15 @@ class OpenAIChatModel:
             )
         choice = completion.choices[0]
         message = choice.message
+        calls = [(c.id or "", c.function) for c in message.tool_calls or () if getattr(c, "type", "function") ==
+                 "function"]
+        if not calls and getattr(message, "function_call", None) is not None:  # the API's older single-call field
+            calls = [("", message.function_call)]
         return WireReply(
             content=message.content,
             tool_calls=tuple(
-                WireCall(id=c.id or "", name=c.function.name or "", arguments=c.function.arguments or "{}")
-                for c in message.tool_calls or ()
-                if getattr(c, "type", "function") == "function"
+                WireCall(id=id_, name=str(function.name or ""), arguments=_arguments_text(function.arguments))
+                for id_, function in calls
             ),
             finish_reason=choice.finish_reason,
             model=completion.model or self.model,
@@ -355,6 +358,18 @@ def _usage(usage: Any) -> Usage:
         completion_tokens=usage.completion_tokens or 0,
         cached_tokens=min(prompt, cached) if isinstance(cached, int) and cached > 0 else 0,
     )
+
+
+def _arguments_text(arguments: Any) -> str:
+    """A call's arguments as JSON text; some servers send them as an object instead of the API's string."""
+    if arguments is None:
+        return "{}"
+    if isinstance(arguments, str):
+        return arguments
+    try:
+        return json.dumps(arguments, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(arguments)
 
 
 def _is_json(text: str) -> bool:

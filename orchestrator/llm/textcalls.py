@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from orchestrator.llm.interface import ToolCall, UnreadCall
-from orchestrator.llm.jsonreply import loads_lenient, value_at
+from orchestrator.llm.jsonreply import THINKING, loads_lenient, value_at
 
 MAX_TEXT_CHARS = 64_000
 """Only the start of a reply is searched (a reply is bounded by ``max_tokens`` anyway)."""
@@ -55,7 +55,7 @@ def read_text_calls(content: str, offered: Collection[str], *, cut: bool = False
     ended at ``max_tokens`` (an unreadable call is then reported as cut); ``salt`` makes the call ids of this turn
     differ from another turn's identical reply (ids are deterministic: the same reply in the same place gets the
     same ids, so a replayed conversation is byte-identical)."""
-    text = content[:MAX_TEXT_CHARS]
+    text = _thinking_blanked(content[:MAX_TEXT_CHARS])
     finder = _Finder(set(offered), cut=cut)
     prose = _code_blanked(text)
     spans = finder.tags(text) or finder.fences(text) or finder.bare(prose)
@@ -70,6 +70,12 @@ def read_text_calls(content: str, offered: Collection[str], *, cut: bool = False
     )
     rest = _without(text, spans).strip() if calls else content
     return TextCalls(calls=calls, unread=tuple(finder.unread[:MAX_CALLS]), rest=rest or None)
+
+
+def _thinking_blanked(text: str) -> str:
+    """``text`` with reasoning blocks (``<think>…</think>``; an unclosed one runs to the end) blanked out, same
+    length: a call the model only considers while thinking is not a call."""
+    return THINKING.sub(lambda match: " " * len(match.group(0)), text)
 
 
 def _code_blanked(text: str) -> str:
