@@ -20,6 +20,7 @@ from orchestrator.worker.jobfiles import claim_output, evidence_dir, job_out_dir
 from orchestrator.worker.ledger import JobRecord, Ledger
 from orchestrator.worker.submit import MB
 from orchestrator.worker.tenancy import Refused, check_checkpoint, job_work_dir
+from orchestrator.worker.views import unmet_reason
 from orchestrator.workflow import phases
 from orchestrator.workflow.evidence import save_evidence
 from orchestrator.workflow.judge import error_result
@@ -106,8 +107,15 @@ def finish(settings: Settings, record: JobRecord, out: PhaseOutcome, result: Goa
         result=data,
         artifacts=data.get("artifacts", []),
         finished_at=time.time(),
-        reason=(data.get("error") or {}).get("message"),  # masked, like the rest of what the ledger keeps
+        reason=_reason(result.status, data),  # masked, like the rest of what the ledger keeps
     )
+
+
+def _reason(status: str, data: dict[str, Any]) -> str | None:
+    """What the ledger says about how a job ended: a failure's message, an unmet goal's what and why."""
+    if status == "unmet":
+        return unmet_reason(data)
+    return (data.get("error") or {}).get("message")
 
 
 def failed(

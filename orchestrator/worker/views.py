@@ -88,12 +88,30 @@ def summary(record: JobRecord, settings: Settings, *, note: str | None = None) -
     return row
 
 
+MAX_REASON_CHARS = 1000
+SHOWN_ITEMS = 3
+
+
+def unmet_reason(result: dict[str, Any]) -> str:
+    """Why a goal ended unmet, on one line: what stayed unmet and why, then the goal's notes (which budget left
+    steps unrun or refused a retry or re-plan), else the final check's rationale. Read from the (masked) result."""
+    unmet = [u for u in result.get("unmet") or [] if isinstance(u, dict)]
+    parts = [f"{u.get('what')} — {u.get('why')}" for u in unmet[:SHOWN_ITEMS]]
+    if len(unmet) > SHOWN_ITEMS:
+        parts.append(f"{len(unmet) - SHOWN_ITEMS} more unmet")
+    parts += [str(note) for note in (result.get("notes") or [])[:SHOWN_ITEMS]]
+    if not parts:
+        validation = result.get("validation")
+        rationale = validation.get("rationale") if isinstance(validation, dict) else None
+        parts = [str(rationale)] if rationale else ["the goal's outputs did not validate"]
+    return " ".join("; ".join(parts).split())[:MAX_REASON_CHARS]
+
+
 def reason_of(record: JobRecord) -> str:
-    """Why a job did not end done: its reason, or for an unmet job without one, what stayed unmet."""
+    """Why a job did not end done: its reason, or for an unmet job recorded without one, what stayed unmet."""
     if record.reason:
         return record.reason
-    unmet = [str(u.get("what")) for u in (record.result or {}).get("unmet") or [] if isinstance(u, dict)]
-    return f"unmet: {'; '.join(unmet)}" if unmet else ""
+    return unmet_reason(record.result) if record.state == "unmet" and record.result else ""
 
 
 def batch_report(records: list[JobRecord], settings: Settings) -> dict[str, Any]:

@@ -236,3 +236,6 @@ def test_a_goal_out_of_its_budget_ends_unmet_the_same_through_run_and_a_worker(
         ]
         assert [(a.path, a.partial) for a in result.artifacts] == [(f"page-{n}.md", True) for n in range(3)]
     assert len(model.calls) == 4
+    # the ledger says why, as it says why a failed job failed: the `jobs` listing's reason column
+    assert record.reason is not None and record.reason.startswith("skill notes-a — the goal's budget is spent")
+    assert "steps 2-3 (notes-b, notes-c) not run: goal budget spent (4 of 4 model calls used)" in record.reason

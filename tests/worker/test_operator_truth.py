@@ -81,6 +81,9 @@ def test_a_batch_sums_up_states_durations_and_each_failures_reason(batch: tuple[
     assert set(reasons) == {"truth-failed", "truth-unmet"}
     assert reasons["truth-failed"] == cluster.job("truth-failed")["reason"]
     assert "place a phone call" in reasons["truth-unmet"]
+    assert reasons["truth-unmet"] == cluster.job("truth-unmet")["reason"]  # the ledger's own, as a failure has
+    listing = cluster.cli("jobs", "--state", "unmet").stdout
+    assert "place a phone call —" in listing and "sing a song in Klingon" in listing
     failed_only = json.loads(cluster.cli("jobs", "--state", "failed", "--json").stdout)
     assert [j["job_id"] for j in failed_only] == ["truth-failed"]
     text = cluster.cli("jobs", "--batch", "truth-batch").stdout
