@@ -1,9 +1,9 @@
 """CLI: what the cache folder holds (``cache info``) and removing it (``cache clear [--older-than DAYS]``).
 
 The cache folder (``ORCH_CACHE_DIR``, default ``~/.cache/orchestrator``) holds ``jobs/<job_id>/`` (inputs, published
-copies and the evidence file ``result.json`` of each goal, owner-only) and ``store/`` (the memo and read cache that
-make second runs cheaper). Nothing outside the cache folder is touched, and symlinks in it are removed, never
-followed.
+copies and the evidence file ``result.json`` of each goal, owner-only) and ``store/`` (the memo, the read cache and
+the response cache that make second runs cheaper). Nothing outside the cache folder is touched, and symlinks in it are
+removed, never followed.
 """
 
 from __future__ import annotations
@@ -67,7 +67,9 @@ def _remove(path: Path) -> None:
         path.unlink(missing_ok=True)
 
 
-@app.command("info", help="Show the cache folder, its job folders and memo store, and their sizes.")
+@app.command(
+    "info", help="Show the cache folder, its job folders and its store (memo, read cache, response cache), their sizes."
+)
 def cache_info(
     ctx: typer.Context,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
@@ -97,7 +99,11 @@ def cache_info(
     typer.echo("clear it with: python -m orchestrator cache clear [--older-than DAYS]")
 
 
-@app.command("clear", help="Remove job folders and the memo store (only those older than DAYS with --older-than).")
+@app.command(
+    "clear",
+    help="Remove job folders and the store: memo, read cache, response cache (only those older than DAYS with "
+    "--older-than).",
+)
 def cache_clear(
     ctx: typer.Context,
     older_than: Annotated[

@@ -233,8 +233,8 @@ def _print_record(ledger: Ledger, settings: Settings, record: JobRecord) -> None
                     f"{h['end'] - h['start']:.2f} s → {h['outcome']}"),
             highlight=False,
         )
-    if result.get("answer"):
-        out.print(literal(f"answer: {result['answer']}"), highlight=False)
+    for n, line in enumerate(str(result.get("answer") or "").splitlines()):  # a line at a time, as run prints it
+        out.print(literal(f"answer: {line}" if n == 0 else line), highlight=False)
     for s in result.get("scores") or []:
         out.print(literal(f"  {_score(s.get('score'))}  {s.get('point')} — {s.get('reason')}"), highlight=False)
     if result.get("score") is not None:

@@ -85,7 +85,9 @@ def run_goal(
         Path | None, typer.Option("--zip", help="Also bundle the outputs into this ZIP file.")
     ] = None,
     no_memo: Annotated[
-        bool, typer.Option("--no-memo", help="Ignore and do not update the read cache/memo.")
+        bool, typer.Option(
+            "--no-memo", help="Ignore and do not update the caches: memo, read cache and response cache."
+        )
     ] = False,
     budget: Annotated[
         list[str] | None,

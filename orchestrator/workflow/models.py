@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field, ValidationError, computed_field
 
+from orchestrator.act.evidence import THUMBNAILS
 from orchestrator.act.models import ActMetrics, ActResult, Artifact, Disclosure, Unmet
 from orchestrator.errors import WorkflowError
 from orchestrator.skills.versions import SkillsUsed as SkillsUsed
@@ -134,7 +135,7 @@ class GoalResult(BaseModel):
         every driver's result carries it and it never goes stale."""
         if self.response != "SUMMARY":
             return None
-        made = ", ".join(f"{a.path} ({a.size} bytes)" for a in self.artifacts if a.type != "thumbnail")
+        made = ", ".join(f"{a.path} ({a.size} bytes)" for a in self.artifacts if not _preview(a))
         if self.status == "done":
             lines = [f"Made {made}." if made else "Done; no files were needed."]
         else:
@@ -147,6 +148,11 @@ class GoalResult(BaseModel):
         if self.error is not None:
             lines.append(f"Stopped at {self.error.where}: {self.error.message[:300]}")
         return "\n".join(lines)[:MAX_ANSWER_CHARS]
+
+
+def _preview(artifact: Artifact) -> bool:
+    """A file the runtime rendered to look at an output (thumbnails, the PDF they were drawn from), not one made."""
+    return artifact.type == "thumbnail" or PurePosixPath(artifact.path).parts[:1] == (THUMBNAILS,)
 
 
 class GoalState(BaseModel):

@@ -52,3 +52,4 @@ def test_jobs_id_shows_the_scores_or_the_answer_as_run_prints_them(jobs: Cluster
     assert "score: 0.90" in scored.stdout
     answered = jobs.cli("jobs", "answered")
     assert "answer: Made brand.json (" in answered.stdout and "score:" not in answered.stdout
+    assert "\nbrand-guidelines: brand.json written and valid\n" in answered.stdout  # its lines, not a "\\n"
