@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from orchestrator.config import Budgets, Settings
 from orchestrator.errors import ConfigError, WorkflowError
@@ -146,8 +146,9 @@ def parse_budgets(pairs: list[str]) -> BudgetOverrides:
         values[key.strip()] = value.strip()
     try:
         return BudgetOverrides.model_validate(values)
-    except ValueError as e:
-        raise ConfigError(f"--budget: {e}", where="cli", next_step="give whole positive numbers") from e
+    except ValidationError as e:
+        why = "; ".join(f"{'.'.join(map(str, err['loc']))}={err['input']!s:.40}: {err['msg']}" for err in e.errors())
+        raise ConfigError(f"--budget {why}", where="cli", next_step="give whole positive numbers") from e
 
 
 def budgeted(settings: Settings, budgets: BudgetOverrides) -> Settings:

@@ -89,3 +89,12 @@ def test_run_refuses_a_budget_over_the_ceiling_before_anything_runs(tmp_path: Pa
     assert done.returncode == 2, done.stdout + done.stderr
     assert "over the ceiling" in json.loads(done.stdout)["message"]
     assert not (tmp_path / "o").exists() and not (tmp_path / "cache" / "jobs").exists()
+
+
+def test_a_budget_value_out_of_range_is_refused_in_one_line_naming_the_budget_and_the_rule() -> None:
+    with pytest.raises(ConfigError) as refused:
+        parse_budgets(["goal_model_calls=0", "script_timeout_s=soon"])
+    message = refused.value.message
+    assert "goal_model_calls=0: Input should be greater than or equal to 1" in message
+    assert "script_timeout_s=soon: Input should be a valid number" in message
+    assert "\n" not in message and "errors.pydantic.dev" not in message
