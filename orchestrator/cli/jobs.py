@@ -46,9 +46,9 @@ def jobs(
     ] = None,
 ) -> None:
     try:
+        _check_options(job_id, state_filter, batch, report, cancel, rerun, download, trace)  # before Redis is asked
         settings = state(ctx).settings()
         ledger = open_ledger(settings)
-        _check_options(job_id, state_filter, batch, report, cancel, rerun, download, trace)
         if job_id is not None and ledger.get(job_id) is None:
             raise ConfigError(f"no job {job_id!r} in the ledger", where="jobs", next_step="list jobs with `jobs`")
         if batch is not None and not batch_ids(ledger, batch):
