@@ -35,7 +35,11 @@ def submit(
     wait: Annotated[bool, typer.Option("--wait", help="Wait until every queued job ends; show a summary.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
     timeout: Annotated[
-        float, typer.Option("--timeout", help=f"With --wait: give up after this many seconds (exit {EXIT_TIMEOUT}).")
+        float,
+        typer.Option(
+            "--timeout",
+            help=f"With --wait: give up after this many seconds (exit {EXIT_TIMEOUT}; 0: wait as long as it takes).",
+        ),
     ] = 0,
     batch: Annotated[
         str | None, typer.Option("--batch", help="Batch id for these jobs (default: a new one); see jobs --batch.")
