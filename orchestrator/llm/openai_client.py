@@ -12,7 +12,6 @@ import ipaddress
 import json
 import os
 import time
-import uuid
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, cast
@@ -43,7 +42,8 @@ class OpenAIChatModel:
     scripted conversation's position, ``X-Orch-Cursor``) is sent with every request and updated from every answer
     that carries one (:attr:`cursor`); None: not tracked. With a ``cache``
     (and ``model.response_cache`` on), a deterministic request already answered is answered from it
-    (``cache_identity`` names who answers; by default the base URL and the model).
+    (``cache_identity`` names who answers; by default the base URL and the model), and the turn is counted into
+    the cursor, so a scripted server passes over its step (see ``orchestrator.llm.headers``).
     Raises :class:`ModelError` at construction when no API key is available.
     """
 
@@ -79,10 +79,9 @@ class OpenAIChatModel:
         self.cache_identity = cache_identity or f"{self.base_url}|{model}"
         """Who answers, for the response cache: the server and the model (a scripted scenario: its content)."""
         self.cursor = cursor
-        """Where a scripted conversation stands (``X-Orch-Cursor``); None: not tracked."""
-        self.cached_turns: list[str] = []
-        """Purposes of the replies served from the cache since the last request sent (told to the server with the
-        next one)."""
+        """Where a scripted conversation stands (``X-Orch-Cursor``, with the turns answered from the cache since
+        the server last said); None: not tracked."""
+        self._tracked = cursor is not None
         self._client = openai.OpenAI(
             api_key=key,
             base_url=self.base_url,
@@ -94,20 +93,23 @@ class OpenAIChatModel:
 
     def _http_client(self) -> Any:
         """The SDK's HTTP client: no proxy from the environment for a local server (Ollama, our scenario server);
-        with a tracked cursor, hooks that send it with every request the SDK makes (its retries included) and
-        take the position every answer carries."""
+        hooks that send the cursor with every request the SDK makes (its retries included) and take the position
+        every answer carries."""
         loopback = _is_loopback(self.base_url)
-        if self.cursor is None:
-            return openai.DefaultHttpxClient(trust_env=False) if loopback else None
 
         def send_cursor(request: Any) -> None:
             if self.cursor is not None:
                 request.headers[orch_headers.CURSOR] = self.cursor
 
         def take_cursor(response: Any) -> None:
+            # An answer's position replaces the cursor and the cached turns counted into it (the server passed
+            # over them); an untracked conversation forgets them once the server has answered.
             position = response.headers.get(orch_headers.CURSOR)
-            if position:
-                self.cursor = position[:2000]
+            if not self._tracked:
+                if response.request.method == "POST":
+                    self.cursor = None
+            elif position:
+                self.cursor = position[: orch_headers.MAX_CURSOR_CHARS]
 
         hooks: dict[str, list[Callable[..., Any]]] = {"request": [send_cursor], "response": [take_cursor]}
         return openai.DefaultHttpxClient(trust_env=not loopback, event_hooks=hooks)
@@ -127,22 +129,15 @@ class OpenAIChatModel:
         offered = [t.name for t in tools]
         cached = self.cache.get(key) if self.cache is not None and key is not None else None
         if cached is not None:
-            self.cached_turns.append(purpose)
+            self.cursor = orch_headers.pass_over(self.cursor, purpose)
             log.debug("model.cache_hit", model=self.model, purpose=purpose, key=key[:16] if key else None)
             return self._response(cached, offered, len(messages), latency_ms=0, cache_hit=True)
         headers: dict[str, str] = {orch_headers.PURPOSE: purpose}
-        if self.cached_turns:
-            # A scenario server keeps its script in step with turns it never saw (one token per batch, so the
-            # SDK's retries of this request are not counted twice).
-            turns = self.cached_turns
-            headers[orch_headers.CACHED_TURNS] = f"{len(turns)} {uuid.uuid4().hex} {','.join(turns)}"
         started = time.perf_counter()
         try:
             completion = self._client.chat.completions.create(**cast(Any, request), extra_headers=headers)
         except openai.OpenAIError as e:
             raise self._model_error(e, purpose) from e
-        finally:
-            self.cached_turns = []
         latency_ms = int((time.perf_counter() - started) * 1000)
         wire = self._wire(completion, purpose)
         if self.cache is not None and key is not None:

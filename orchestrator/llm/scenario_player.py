@@ -1,12 +1,13 @@
 """One conversation's walk through a scenario: the step cursor, the checks, the replies and the trace lines.
 
 A :class:`~orchestrator.llm.scenario_server.ScenarioServer` has one player; a library server has one per
-(scenario, job). Turns the client answered from its response cache are skipped when the next request says how many
-there were (``X-Orch-Cached-Turns: N TOKEN``, once per token), so the script stays in step with the conversation.
+(scenario, job).
 
 Where the conversation stands is its *position* (:attr:`ScenarioPlayer.position`, ``X-Orch-Cursor``): every answer
 carries the position after it, and a request carrying one is played from there. That is how a goal's phases on
-different workers continue one script, and how a phase run again after a takeover plays its steps again.
+different workers continue one script, and how a phase run again after a takeover plays its steps again. A cursor
+also counts the turns the client answered from its response cache since (``POSITION+act=2``): their steps are
+passed over before the request is played, so the script stays in step with the conversation.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from orchestrator.llm.headers import CURSOR
+from orchestrator.llm.headers import CURSOR, split_cursor
 from orchestrator.llm.scenario import (
     Reply,
     Scenario,
@@ -82,8 +83,6 @@ class ScenarioPlayer:
         self._by_purpose: dict[str | None, int] = {}
         """``order: by_purpose``: how many steps each purpose's queue has played."""
         self._played: set[int] = set()
-        self._cached_token = ""
-        """The token of the last cached-turns batch applied (a retried request carries the same one)."""
         self._lock = threading.Lock()
         self._trace_lock = trace_lock or threading.Lock()
 
@@ -113,14 +112,21 @@ class ScenarioPlayer:
         played = "".join(f";{p or ''}={n}" for p, n in sorted(self._by_purpose.items(), key=lambda kv: kv[0] or ""))
         return f"{self._next_step}{played}"
 
-    def _resume(self, position: str | None) -> None:
-        """Play from ``position`` (``X-Orch-Cursor``); text that is not a position is ignored (and logged)."""
-        if position is None or position == self._position():
-            return
-        match = _POSITION.match(position.strip()[:2000])
-        if match is None or int(match.group(1)) > len(self.scenario.steps):
-            log.warning("scenario_server.bad_cursor", session=self.session, cursor=position[:100])
-            return
+    def _resume(self, cursor: str | None) -> int:
+        """Play from the cursor's position (``X-Orch-Cursor``), past the turns it counts as answered from the
+        client's cache; a cursor that does not parse is ignored (and logged). How many steps were passed over."""
+        if cursor is None:
+            return 0
+        position, passes = split_cursor(cursor.strip())
+        if position and position != self._position():
+            match = _POSITION.match(position)
+            if match is None or int(match.group(1)) > len(self.scenario.steps):
+                log.warning("scenario_server.bad_cursor", session=self.session, cursor=cursor[:100])
+                return 0
+            self._move_to(match)
+        return self._pass_over(passes)
+
+    def _move_to(self, match: re.Match[str]) -> None:
         self._next_step = int(match.group(1))
         self._by_purpose = {}
         for part in filter(None, (match.group(2) or "").split(";")):
@@ -162,19 +168,15 @@ class ScenarioPlayer:
 
     # --- request handling -------------------------------------------
 
-    def answer(
-        self, body: Any, purpose: str | None, path: str, cached: str | None = None, cursor: str | None = None
-    ) -> _Answer:
+    def answer(self, body: Any, purpose: str | None, path: str, cursor: str | None = None) -> _Answer:
         """Play the next step for one chat completion request (called from handler threads). ``cursor`` is the
-        ``X-Orch-Cursor`` header: the position to play from; ``cached`` the ``X-Orch-Cached-Turns`` header: ``N
-        TOKEN``, the turns the client answered from its cache since its last request, whose steps are passed over
-        first. The answer carries the position after it (``X-Orch-Cursor``)."""
+        ``X-Orch-Cursor`` header: the position to play from and the turns answered from the client's cache since,
+        whose steps are passed over first. The answer carries the position after it (``X-Orch-Cursor``)."""
         with self._lock:
             request_no = len(self.requests) + 1
             self.requests.append(body if isinstance(body, dict) else {"_raw": body})
             self.purposes.append(purpose)
-            self._resume(cursor)
-            skipped = self._skip_cached(cached)
+            skipped = self._resume(cursor)
             step_no, answer, problems = self._play(body, purpose, request_no)
             answer.headers[CURSOR] = self._position()
             self._trace(request_no, step_no, purpose, path, answer, problems, body, skipped)
@@ -184,22 +186,18 @@ class ScenarioPlayer:
             time.sleep(delay_ms / 1000)  # outside the lock: concurrent requests think in parallel
         return answer
 
-    def _skip_cached(self, cached: str | None) -> int:
-        """Pass over the steps of turns the client answered from its cache (``N TOKEN [PURPOSE,…]``)."""
-        count, _, rest = (cached or "").strip().partition(" ")
-        token, _, purposes = rest.partition(" ")
-        if not count.isdigit() or not token or token == self._cached_token:
-            return 0
-        self._cached_token = token[:64]
+    def _pass_over(self, passes: dict[str, int]) -> int:
+        """Pass over the steps of turns the client answered from its cache (``{purpose: turns}``)."""
         skipped = 0
-        listed = [p.strip() or None for p in purposes.split(",")][: int(count[:6])] if purposes else []
-        for index in range(int(count[:6])):
-            step = self._next_index(listed[index] if index < len(listed) else None)
-            if step is None:
-                break
-            self._advance(step, listed[index] if index < len(listed) else None)
-            skipped += 1
-        log.info("scenario_server.cached_turns", session=self.session, skipped=skipped)
+        for purpose, count in passes.items():
+            for _ in range(count):
+                step = self._next_index(purpose)
+                if step is None:
+                    break
+                self._advance(step, purpose)
+                skipped += 1
+        if skipped:
+            log.info("scenario_server.cached_turns", session=self.session, skipped=skipped)
         return skipped
 
     def _queue(self, purpose: str | None) -> list[int]:

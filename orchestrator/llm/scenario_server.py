@@ -103,7 +103,6 @@ class _Serving:
         purpose: str | None,
         path: str,
         job: str | None,
-        cached: str | None = None,
         cursor: str | None = None,
     ) -> _Answer:
         raise NotImplementedError
@@ -175,10 +174,9 @@ class ScenarioServer(_Serving):
         purpose: str | None,
         path: str,
         job: str | None,
-        cached: str | None = None,
         cursor: str | None = None,
     ) -> _Answer:
-        return self.player.answer(body, purpose, path, cached, cursor)
+        return self.player.answer(body, purpose, path, cursor)
 
     def _answer_models(self, path: str) -> _Answer:
         return _models_answer(path, [self.model_name])
@@ -243,7 +241,6 @@ class ScenarioLibraryServer(_Serving):
         purpose: str | None,
         path: str,
         job: str | None,
-        cached: str | None = None,
         cursor: str | None = None,
     ) -> _Answer:
         name = body.get("model") if isinstance(body, dict) else None
@@ -253,7 +250,7 @@ class ScenarioLibraryServer(_Serving):
             log.warning("scenario_server.unknown_model", model=name, job=job)
             return _error(404, message, type_="invalid_request_error", code="model_not_found", retry=False)
         player = self.player(name, job[:200] if job else None)
-        return player.answer(body, purpose, path, cached, cursor)
+        return player.answer(body, purpose, path, cursor)
 
     def _answer_models(self, path: str) -> _Answer:
         return _models_answer(path, sorted(self.scenarios))
@@ -304,9 +301,8 @@ class _Handler(BaseHTTPRequestHandler):
             return
         purpose = self.headers.get(headers.PURPOSE)
         job = self.headers.get(headers.JOB)
-        cached = self.headers.get(headers.CACHED_TURNS)
         cursor = self.headers.get(headers.CURSOR)
-        self._send(self.server.scenario_server._answer_chat(body, purpose, path, job, cached, cursor))
+        self._send(self.server.scenario_server._answer_chat(body, purpose, path, job, cursor))
 
     def _not_found(self, path: str) -> None:
         message = f"no route {path!r}: the scripted server serves POST /v1/chat/completions and GET /v1/models"

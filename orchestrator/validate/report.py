@@ -60,6 +60,9 @@ class ValidationReport(BaseModel):
     tokens_out: int = 0
     model_calls: int = 0
     """Model requests of the semantic check (a reply from the response cache is none)."""
+    response_cache_hits: int = 0
+    cached_tokens: int = 0
+    """Prompt tokens of the semantic check the provider served from its own prompt cache."""
     duration_ms: int = 0
     skipped_semantic: bool = False
 

@@ -48,8 +48,11 @@ class SemanticOutcome(BaseModel):
     attempts: int = 0
     model_calls: int = 0
     """Requests sent (a reply from the response cache sends none)."""
+    response_cache_hits: int = 0
     tokens_in: int = 0
     tokens_out: int = 0
+    cached_tokens: int = 0
+    """Prompt tokens the provider served from its own prompt cache (part of ``tokens_in``)."""
     latency_ms: int = 0
 
 
@@ -149,8 +152,10 @@ def semantic_check(
             response = model.complete(messages, purpose="semantic", json_response=True)
             outcome.attempts = attempt + 1
             outcome.model_calls += not response.cache_hit
+            outcome.response_cache_hits += response.cache_hit
             outcome.tokens_in += response.usage.prompt_tokens
             outcome.tokens_out += response.usage.completion_tokens
+            outcome.cached_tokens += response.usage.cached_tokens
             try:
                 outcome.verdict = parse_verdict(response.content)
                 outcome.problem = ""

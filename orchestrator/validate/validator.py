@@ -144,6 +144,8 @@ def _semantic_report(
             "tokens_in": semantic.tokens_in,
             "tokens_out": semantic.tokens_out,
             "model_calls": semantic.model_calls,
+            "response_cache_hits": semantic.response_cache_hits,
+            "cached_tokens": semantic.cached_tokens,
             "duration_ms": duration_ms,
         }
     )

@@ -47,8 +47,12 @@ class GoalMetrics(BaseModel):
             duration_ms=self.duration_ms + sum(m.duration_ms for m in acts) + (final.duration_ms if final else 0),
             containers=self.containers + sum(m.containers for m in acts),
             memo_hits=self.memo_hits + sum(m.memo_hits for m in acts),
-            response_cache_hits=self.response_cache_hits + sum(m.response_cache_hits for m in acts),
-            cached_tokens=self.cached_tokens + sum(m.cached_tokens for m in acts),
+            response_cache_hits=self.response_cache_hits
+            + sum(m.response_cache_hits for m in acts)
+            + (final.response_cache_hits if final else 0),
+            cached_tokens=self.cached_tokens
+            + sum(m.cached_tokens for m in acts)
+            + (final.cached_tokens if final else 0),
             disclosure=disclosure,
         )
 

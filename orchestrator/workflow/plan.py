@@ -101,6 +101,8 @@ class PlanOutcome(BaseModel):
     model_calls: int = 0
     cache_hits: int = 0
     """Plan replies answered from the response cache (nothing sent; not in ``model_calls``)."""
+    cached_tokens: int = 0
+    """Prompt tokens the provider served from its own prompt cache (part of ``tokens_in``)."""
     duration_ms: int = 0
     attempts: list[str] = []
     searches: list[str] = []
@@ -216,6 +218,7 @@ def make_plan(
         response = _call(model, messages, tools if len(outcome.searches) < max_searches else [])
         outcome.tokens_in += response.usage.prompt_tokens
         outcome.tokens_out += response.usage.completion_tokens
+        outcome.cached_tokens += response.usage.cached_tokens
         outcome.cache_hits += response.cache_hit
         outcome.model_calls += not response.cache_hit
         if response.tool_calls:

@@ -20,7 +20,7 @@ from orchestrator.llm.jsonreply import json_in_reply
 from orchestrator.logs import get_logger
 from orchestrator.prompts import render_prompt
 from orchestrator.validate.semantic import index_lines, system_prompt
-from orchestrator.workflow.models import GoalResult, PointScore
+from orchestrator.workflow.models import GoalMetrics, GoalResult, PointScore
 
 ResponseMode = str  # "SUMMARY" | "SCORED" (validated by the settings and the CLI)
 _log = get_logger("orchestrator.workflow")
@@ -44,10 +44,12 @@ def respond(result: GoalResult, model: ChatModel, mode: ResponseMode) -> GoalRes
     except ModelError as e:
         result.notes.append(f"SCORED: the scoring call failed: {e.message}")
         return result
-    result.metrics.tokens_in += usage[0]
-    result.metrics.tokens_out += usage[1]
-    result.metrics.model_calls += usage[2]
-    result.metrics.response_cache_hits += usage[3]
+    metrics = result.metrics
+    metrics.tokens_in += usage.tokens_in
+    metrics.tokens_out += usage.tokens_out
+    metrics.model_calls += usage.model_calls
+    metrics.response_cache_hits += usage.response_cache_hits
+    metrics.cached_tokens += usage.cached_tokens
     if refused:
         result.notes.append(f"SCORED: not scored: {refused}")
         return result
@@ -65,9 +67,8 @@ class _Scores(BaseModel):
 
 def _score(
     result: GoalResult, model: ChatModel, points: list[str]
-) -> tuple[list[PointScore] | None, tuple[int, int, int, int], str]:
-    """The scores (None: malformed), the usage (tokens in, out, calls, cache hits) and, when a budget refused a
-    request, why."""
+) -> tuple[list[PointScore] | None, GoalMetrics, str]:
+    """The scores (None: malformed), what the requests spent and, when a budget refused a request, why."""
     files = result.validation.files if result.validation is not None else []
     rationale = result.validation.rationale if result.validation is not None else ""
     messages = [
@@ -80,26 +81,27 @@ def _score(
             ),
         ),
     ]
-    tokens_in = tokens_out = calls = hits = 0
+    spent = GoalMetrics()
     started = time.monotonic()
     for _ in range(2):  # one repair round, as the semantic check has
         try:
             response = model.complete(messages, purpose="semantic", json_response=True)
         except BudgetExceeded as e:  # the goal's budget: what was used so far still counts
-            return None, (tokens_in, tokens_out, calls, hits), e.message
-        tokens_in += response.usage.prompt_tokens
-        tokens_out += response.usage.completion_tokens
-        calls += not response.cache_hit
-        hits += response.cache_hit
+            return None, spent, e.message
+        spent.tokens_in += response.usage.prompt_tokens
+        spent.tokens_out += response.usage.completion_tokens
+        spent.cached_tokens += response.usage.cached_tokens
+        spent.model_calls += not response.cache_hit
+        spent.response_cache_hits += response.cache_hit
         problem, scores = _parse(response.content or "", points)
         if scores is not None:
             _log.info("respond.scored", points=len(points), ms=int((time.monotonic() - started) * 1000))
-            return scores, (tokens_in, tokens_out, calls, hits), ""
+            return scores, spent, ""
         messages += [
             Message(role="assistant", content=response.content or ""),
             Message(role="user", content=render_prompt("scored_repair", problem=problem)),
         ]
-    return None, (tokens_in, tokens_out, calls, hits), ""
+    return None, spent, ""
 
 
 def _parse(content: str, points: list[str]) -> tuple[str, list[PointScore] | None]:

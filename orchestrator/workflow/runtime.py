@@ -21,7 +21,13 @@ from orchestrator.act.memo import MemoStore
 from orchestrator.act.staging import StagedSandbox
 from orchestrator.config import Settings
 from orchestrator.errors import OrchestratorError
-from orchestrator.llm.factory import SCRIPTED_API_KEY, open_model, parse_model_spec
+from orchestrator.llm.factory import (
+    SCRIPTED_API_KEY,
+    open_model,
+    parse_model_spec,
+    response_cache,
+    scenario_identity,
+)
 from orchestrator.llm.interface import ChatModel, Message, ModelResponse, Purpose, ToolSpec
 from orchestrator.llm.openai_client import OpenAIChatModel
 from orchestrator.llm.scenario import load_scenario
@@ -115,8 +121,9 @@ class TimedModel:
 @dataclass(frozen=True)
 class RuntimeSpec:
     """What a runtime is opened for: one goal (``run``) or one phase of a job (``job_id``; ``cursor``: where its
-    scripted conversation stands, sent as ``X-Orch-Cursor`` and tracked). ``scenario_guard`` checks a ``scripted:``
-    model's scenario path (and gives the file to read) before anything reads it."""
+    scripted conversation stands, sent as ``X-Orch-Cursor`` and tracked; None: at its start). ``use_memo``: the memo
+    and the response cache are used (``--no-memo``: neither). ``scenario_guard`` checks a ``scripted:`` model's
+    scenario path (and gives the file to read) before anything reads it."""
 
     settings: Settings
     skills_root: Path
@@ -158,11 +165,10 @@ class Runtimes:
         )
         if spec.scenario_guard is not None and (kind := parse_model_spec(model_spec))[0] == "scripted":
             model_spec = f"{kind[0]}:{spec.scenario_guard(kind[1])}"
-        # The response cache lives beside the memo. A worker opens a model client per phase, so the turns one
-        # phase answered from the cache would never be told to a scripted server shared by many goals (its
-        # X-Orch-Cached-Turns catch-up needs one client across the goal): workers do not use it.
-        cache_dir = settings.cache_dir if spec.use_memo and not self._keep_models else None
-        with self._model(settings, model_spec, spec.job_id, spec.cursor, cache_dir) as model:
+        # The response cache lives beside the memo. Turns it answers are counted into the cursor, which a worker
+        # saves with the goal's state, so a scripted server stays in step across phases and workers.
+        cache_dir = settings.cache_dir if spec.use_memo else None
+        with self._model(settings, model_spec, spec.job_id, spec.cursor or START, cache_dir) as model:
             yield Runtime(
                 settings=settings,
                 model=TimedModel(model),
@@ -187,7 +193,7 @@ class Runtimes:
         settings: Settings,
         spec: str,
         job_id: str | None,
-        cursor: str | None,
+        cursor: str,
         cache_dir: Path | None,
     ) -> Iterator[ChatModel]:
         kind, value = parse_model_spec(spec)
@@ -199,21 +205,23 @@ class Runtimes:
             return
         # Building an HTTP client costs more than a phase's bookkeeping: a worker keeps a few, per thread.
         # By value, as JSON: the model settings hold dicts (profiles), so the model itself is not hashable.
-        key = (threading.get_ident(), spec, settings.model.model_dump_json(), Path(value).stat().st_mtime_ns)
+        key = (threading.get_ident(), spec, settings.model.model_dump_json(), Path(value).stat().st_mtime_ns,
+               cache_dir)
         with self._lock:
             entry = self._models.pop(key, None)
             if entry is None:
-                server = start_scenario_server(load_scenario(Path(value)))
+                scenario = load_scenario(Path(value))
+                server = start_scenario_server(scenario)
                 model = OpenAIChatModel(
                     server.model_name, settings.model, api_key=SCRIPTED_API_KEY, base_url=server.base_url, name=spec,
-                    cursor=START,
+                    cursor=START, cache=response_cache(cache_dir), cache_identity=scenario_identity(scenario),
                 )
                 entry = (model, server)
             self._models[key] = entry
             while len(self._models) > MAX_KEPT_MODELS:
                 _close(self._models.popitem(last=False)[1])
         model, server = entry
-        model.cursor = cursor or START  # where this goal's script stands: every request says so
+        model.cursor = cursor  # where this goal's script stands: every request says so
         server.player.clear_records()
         try:
             yield model

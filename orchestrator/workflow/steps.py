@@ -89,6 +89,8 @@ def plan_goal(state: GoalState, rt: Runtime) -> None:
         tokens_in=outcome.tokens_in,
         tokens_out=outcome.tokens_out,
         model_calls=outcome.model_calls,
+        response_cache_hits=outcome.cache_hits,
+        cached_tokens=outcome.cached_tokens,
         duration_ms=outcome.duration_ms,
         disclosure=Disclosure(l1=len(outcome.offered)),
     )
@@ -283,6 +285,8 @@ def replan(state: GoalState, stuck: int, rt: Runtime) -> bool:
     state.plan_metrics.tokens_in += outcome.tokens_in
     state.plan_metrics.tokens_out += outcome.tokens_out
     state.plan_metrics.model_calls += outcome.model_calls
+    state.plan_metrics.response_cache_hits += outcome.cache_hits
+    state.plan_metrics.cached_tokens += outcome.cached_tokens
     state.plan_metrics.duration_ms += outcome.duration_ms
     record.plan_calls = outcome.model_calls
     if not outcome.plan.steps:
