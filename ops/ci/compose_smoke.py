@@ -2,9 +2,12 @@
 
 Builds the images (skipped when up to date), brings the stack up under a project name of its own with free
 loopback ports, submits a small batch of goals through the producer (``submit --wait``) on this host against the
-stack's redis, requires every job ``done`` with its artifacts on disk, checks that Flower's API lists the tasks
+stack's redis, requires every job ``done`` with its artifacts on disk, submits the first goal once more and requires
+it ``done`` with its model replies from the response cache, checks that Flower's API lists the tasks
 and that Flower's tasks page, loaded in headless Chromium, shows their names; Redis and Flower run with a fresh
 password and login (as ``compose env --write`` generates them) and refuse clients without; then ``down -v``, always.
+The workers' cache folder is the run's own (a fresh response cache, memo and job folders), so one run never answers
+another's model requests.
 Prints one line ``compose smoke: PASS ...`` or ``compose smoke: FAIL ...`` and exits 0 or 1.
 
 Run from the repository root after ``bash ops/setup.sh``: ``.venv/bin/python ops/ci/compose_smoke.py``.
@@ -173,6 +176,26 @@ def check_jobs(
     return problems
 
 
+def check_repeat(env: dict[str, str], line: dict[str, Any], job_id: str) -> list[str]:
+    """The goal of ``line`` submitted again ends done, its model replies answered from the response cache."""
+    again = {**line, "job_id": job_id}
+    goals = Path(env["ORCH_OUTPUT_ROOT"]).parent / "again.jsonl"
+    goals.write_text(json.dumps(again) + "\n", encoding="utf-8")
+    summary = json.loads(
+        run([PY, "-m", "orchestrator", "submit", str(goals), "--wait", "--json"], env=env, timeout=WAIT_S, check=False)
+    )
+    job = next((j for j in summary.get("jobs") or [] if j["job_id"] == job_id), {})
+    if job.get("state") != "done":
+        return [f"job {job_id} (a goal submitted again) is {job.get('state')!r}, not done: {job.get('reason')}"]
+    record = json.loads(run([PY, "-m", "orchestrator", "jobs", job_id, "--json"], env=env))
+    metrics = (record.get("result") or {}).get("metrics") or {}
+    say(f"the goal submitted again: {metrics.get('response_cache_hits')} replies from the response cache, "
+        f"{metrics.get('model_calls')} model calls")
+    if not metrics.get("response_cache_hits"):
+        return [f"job {job_id} (a goal submitted again) took no reply from the response cache: {metrics}"]
+    return []
+
+
 def check_redis_auth(port: int, password: str) -> list[str]:
     """The stack's Redis answers only with its password: no password and a wrong one are refused."""
     problems = []
@@ -318,6 +341,8 @@ def main() -> int:
     compose = compose_command()
     redis_port, flower_port = free_port(), free_port()
     output_root = workdir / "out"
+    cache_dir = workdir / "cache"
+    cache_dir.mkdir(mode=0o700)
     # The host settings and a fresh Redis password and Flower login, as `compose env --write` puts them in .env
     host_env = json.loads(
         run([PY, "-m", "orchestrator", "compose", "env", "--output-root", str(output_root), "--json"])
@@ -334,6 +359,7 @@ def main() -> int:
         "ORCH_REDIS_PASSWORD": password,
         "ORCH_BROKER_URL": f"redis://:{password}@127.0.0.1:{redis_port}/0",
         "ORCH_OUTPUT_ROOT": str(output_root),
+        "ORCH_CACHE_DIR": str(cache_dir),
     }
     stack_up = False
     try:
@@ -374,11 +400,14 @@ def main() -> int:
         problems += check_flower_page(chromium, base, auth, tasks, job_ids)
         if failed_uuid:
             problems += check_flower_failed_pages(chromium, base, auth, failed_uuid, str(failed.get("reason")), 1)
+        # Last: its tasks would take rows of Flower's first tasks page (15) from the batch's.
+        problems += check_repeat(env, lines[0], f"{run_id}-again")
         if problems:
             raise SmokeFailure("; ".join(problems))
         elapsed = time.monotonic() - started
         print(
-            f"compose smoke: PASS ({len(lines)} jobs done with their artifacts and one failed, Flower lists "
+            f"compose smoke: PASS ({len(lines)} jobs done with their artifacts and one failed, the first goal done "
+            f"again from the response cache, Flower lists "
             f"{len(tasks)} tasks in its API and its tasks page, the failure as FAILURE with its reason and in the "
             f"Workers page's count, {' '.join(compose)}, model {mode}) in {elapsed:.0f} s",
             flush=True,
