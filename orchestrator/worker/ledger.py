@@ -263,6 +263,14 @@ redis.call('HSET', job, 'state', '"cancelled"', 'next', $END, 'running', 'false'
 return {'cancelled', st}
 """
 
+# KEYS: history. ARGV: entry (JSON). An entry equal to the last one is this call sent again after its reply was lost
+# (every entry carries its own start and end times), so it is not added twice.
+_HISTORY = """
+if redis.call('LINDEX', KEYS[1], -1) == ARGV[1] then return 0 end
+redis.call('RPUSH', KEYS[1], ARGV[1])
+return 1
+"""
+
 # KEYS: job, history, archive hash, archive history, jobs index. ARGV: now, then field/value pairs of the fresh
 # record. The finished run's record and history are kept under the archive keys. The checkpoint is left alone: the
 # plan phase starts without one and its commit replaces it.
@@ -304,6 +312,7 @@ class Ledger:
         self._cancel = script(_CANCEL)
         self._give_back = script(_GIVE_BACK)
         self._rerun = script(_RERUN)
+        self._history = script(_HISTORY)
 
     @classmethod
     def from_url(cls, url: str, *, outage_s: float = 0) -> Ledger:
@@ -346,7 +355,7 @@ class Ledger:
         return sorted(_text(i) for i in self.r.smembers(RUNNING))
 
     def add_history(self, job_id: str, entry: dict[str, Any]) -> None:
-        self.r.rpush(f"{PREFIX}:history:{job_id}", json.dumps(entry))
+        self._history(keys=[f"{PREFIX}:history:{job_id}"], args=[json.dumps(entry)])
 
     def history(self, job_id: str) -> list[dict[str, Any]]:
         return [json.loads(x) for x in self.r.lrange(f"{PREFIX}:history:{job_id}", 0, -1)]

@@ -142,7 +142,8 @@ def test_a_workers_ledger_rides_out_a_redis_restart_and_saves_the_phase_once(tmp
 
 
 class _LosesReplies(redis.Connection):
-    """A connection whose reply to the next EVALSHA is lost after Redis ran it (as when Redis stops mid-reply)."""
+    """A connection whose reply to the next write (a script or a push) is lost after Redis ran it (as when Redis stops
+    mid-reply)."""
 
     lose = 0
 
@@ -152,7 +153,7 @@ class _LosesReplies(redis.Connection):
 
     def read_response(self, *args: Any, **kwargs: Any) -> Any:
         response = super().read_response(*args, **kwargs)
-        if self._sent == "EVALSHA" and _LosesReplies.lose > 0:
+        if self._sent in ("EVALSHA", "RPUSH") and _LosesReplies.lose > 0:
             _LosesReplies.lose -= 1
             raise redis.ConnectionError("the reply was lost")
         return response
@@ -204,6 +205,16 @@ def test_a_takeover_whose_reply_was_lost_still_requeues_the_phase_counted_once(l
     assert lossy.get("j1").attempts == 2
     # another sweep (a new call) finds nothing left to take over
     assert lossy.take_over_if_stale("j1", stale_after_s=60, max_attempts=3, sweeper="t")[0] == "fresh"
+
+
+def test_a_history_entry_whose_reply_was_lost_is_kept_once(lossy: Ledger) -> None:
+    _job(lossy)
+    entry = {"phase": "plan", "worker": "w", "attempt": 1, "start": 1.0, "end": 2.0, "outcome": "act:0"}
+    _LosesReplies.lose = 1
+    lossy.add_history("j1", entry)
+    assert _LosesReplies.lose == 0
+    lossy.add_history("j1", {**entry, "phase": "act:0", "outcome": "reflect"})
+    assert [h["phase"] for h in lossy.history("j1")] == ["plan", "act:0"]
 
 
 def test_commands_run_by_people_fail_fast_when_redis_is_away(tmp_path: Path) -> None:
