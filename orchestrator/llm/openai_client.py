@@ -8,7 +8,6 @@ still failing afterwards becomes a :class:`ModelError` that says what happened a
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import time
@@ -24,6 +23,7 @@ from orchestrator.errors import ModelError, ModelErrorCode
 from orchestrator.llm import headers as orch_headers
 from orchestrator.llm.cache import ResponseCache, WireCall, WireReply, request_key
 from orchestrator.llm.interface import Message, ModelResponse, Purpose, ToolCall, ToolSpec, UnreadCall, Usage
+from orchestrator.llm.serving import is_loopback
 from orchestrator.llm.textcalls import read_text_calls
 from orchestrator.logs import get_logger
 
@@ -95,7 +95,7 @@ class OpenAIChatModel:
         """The SDK's HTTP client: no proxy from the environment for a local server (Ollama, our scenario server);
         hooks that send the cursor with every request the SDK makes (its retries included) and take the position
         every answer carries."""
-        loopback = _is_loopback(self.base_url)
+        loopback = is_loopback(urlsplit(self.base_url).hostname or "")
 
         def send_cursor(request: Any) -> None:
             if self.cursor is not None:
@@ -382,13 +382,3 @@ def _server_message(e: openai.APIStatusError) -> str:
     if isinstance(body, str) and body:
         return body[:500]
     return e.message
-
-
-def _is_loopback(url: str) -> bool:
-    host = urlsplit(url).hostname or ""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False

@@ -10,21 +10,20 @@ the session offline (record with ``--no-memo`` so no turn was answered from the 
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import threading
 import time
 import urllib.error
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 from orchestrator.errors import ConfigError
 from orchestrator.llm import headers as orch_headers
 from orchestrator.llm.scenario import Scenario
+from orchestrator.llm.serving import BackgroundHTTP, HTTPServer, is_loopback
 from orchestrator.logs import get_logger, mask_secrets
 
 EXCHANGES = "exchanges.jsonl"
@@ -37,7 +36,7 @@ _RECORDED_HEADERS = {"purpose": orch_headers.PURPOSE, "job": orch_headers.JOB, "
 log = get_logger("orchestrator.llm")
 
 
-class RecordingProxy:
+class RecordingProxy(BackgroundHTTP):
     """Forwards ``/v1/...`` to ``upstream`` and records chat completions under ``out_dir``; start, then close."""
 
     def __init__(
@@ -63,40 +62,12 @@ class RecordingProxy:
         self._lock = threading.Lock()
         self.timeout_s = timeout_s
         # A proxy from the environment must not capture a server on this machine.
-        handlers = [urllib.request.ProxyHandler({})] if _is_loopback(parts.hostname or "") else []
+        handlers = [urllib.request.ProxyHandler({})] if is_loopback(parts.hostname or "") else []
         self._opener = urllib.request.build_opener(*handlers)
         out_dir.mkdir(parents=True, exist_ok=True)
         meta = {"upstream": _without_credentials(self.upstream), "started": time.time(), "goal": goal}
         (out_dir / META).write_text(json.dumps(meta, ensure_ascii=False, indent=1) + "\n", encoding="utf-8")
-        self._httpd = _Server((host, port), _Handler)
-        self._httpd.proxy = self
-        self._thread: threading.Thread | None = None
-
-    @property
-    def base_url(self) -> str:
-        host, port = str(self._httpd.server_address[0]), int(self._httpd.server_address[1])
-        return f"http://{host}:{port}/v1"
-
-    def start(self) -> Self:
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-                                        name="record-llm", daemon=True)
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._httpd.server_close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
+        super().__init__(host, port, _Handler, name="record-llm")
 
     def forward(self, method: str, path: str, headers: dict[str, str], body: bytes) -> tuple[int, bytes, str]:
         """Send one request upstream; (status, body, content type). An unreachable upstream is a 502."""
@@ -127,14 +98,13 @@ class RecordingProxy:
                 fh.write(line)
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    proxy: RecordingProxy
-
-
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    server: HTTPServer
     server_version = "orchestrator-record-llm/1"
+
+    @property
+    def proxy(self) -> RecordingProxy:
+        return cast(RecordingProxy, self.server.owner)
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
         self._pass(record=False)
@@ -151,9 +121,9 @@ class _Handler(BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         headers = {k: v for k, v in self.headers.items()}
         started = time.perf_counter()
-        status, data, content_type = self.server.proxy.forward(self.command, urlsplit(self.path).path, headers, body)
+        status, data, content_type = self.proxy.forward(self.command, urlsplit(self.path).path, headers, body)
         if record:
-            self.server.proxy.record(headers, body, status, data, int((time.perf_counter() - started) * 1000))
+            self.proxy.record(headers, body, status, data, int((time.perf_counter() - started) * 1000))
         self.send_response(status)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
@@ -170,15 +140,6 @@ def _json_or_text(data: bytes) -> Any:
         return json.loads(text)
     except ValueError:
         return text
-
-
-def _is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _without_credentials(url: str) -> str:

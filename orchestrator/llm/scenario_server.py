@@ -13,19 +13,18 @@ picks the scenario and the ``X-Orch-Job`` header the conversation, each with its
 from __future__ import annotations
 
 import json
-import socket
 import threading
 from collections import OrderedDict
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, cast
 from urllib.parse import urlsplit
 
 from orchestrator.errors import ConfigError
 from orchestrator.llm import headers
 from orchestrator.llm.scenario import Scenario, load_scenario
 from orchestrator.llm.scenario_player import ScenarioPlayer, _Answer, _error
+from orchestrator.llm.serving import BackgroundHTTP, HTTPServer
 from orchestrator.logs import get_logger
 
 CHAT_PATHS = ("/v1/chat/completions", "/chat/completions")
@@ -46,56 +45,16 @@ def _models_answer(path: str, names: list[str]) -> _Answer:
     return _Answer(200, {"object": "list", "data": list(entries.values())})
 
 
-class _Serving:
-    """The HTTP side of both servers: a ``ThreadingHTTPServer`` in a background thread."""
+class _Serving(BackgroundHTTP):
+    """The HTTP side of both servers: our handler, served from a background thread."""
 
     def __init__(self, host: str, port: int) -> None:
-        server_class = _IPv6Server if ":" in host else _Server
-        self._httpd = server_class((host, port), _Handler)
-        self._httpd.scenario_server = self
-        self._thread: threading.Thread | None = None
+        super().__init__(host, port, _Handler, name="scenario-server")
 
     def start(self) -> Self:
         if self._thread is None:
-            self._thread = threading.Thread(
-                target=self._httpd.serve_forever,
-                kwargs={"poll_interval": 0.05},
-                name=f"scenario-server:{self.port}",
-                daemon=True,
-            )
-            self._thread.start()
             log.debug("scenario_server.started", base_url=self.base_url, server=type(self).__name__)
-        return self
-
-    def close(self) -> None:
-        """Stop serving and release the port (idempotent)."""
-        if self._thread is not None:
-            self._httpd.shutdown()
-            self._thread.join(timeout=5)
-            self._thread = None
-        self._httpd.server_close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.close()
-
-    @property
-    def host(self) -> str:
-        return str(self._httpd.server_address[0])
-
-    @property
-    def port(self) -> int:
-        return int(self._httpd.server_address[1])
-
-    @property
-    def base_url(self) -> str:
-        """The URL to give an OpenAI client as ``base_url`` (ends with ``/v1``)."""
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return f"http://{host}:{self.port}/v1"
+        return super().start()
 
     def _answer_chat(
         self,
@@ -266,23 +225,18 @@ def load_library(folder: Path) -> dict[str, Scenario]:
     return {path.stem: load_scenario(path) for path in files}
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    scenario_server: _Serving
-
-
-class _IPv6Server(_Server):
-    address_family = socket.AF_INET6
-
-
 class _Handler(BaseHTTPRequestHandler):
-    server: _Server
+    server: HTTPServer
     server_version = "orchestrator-scripted/1"
+
+    @property
+    def service(self) -> _Serving:
+        return cast(_Serving, self.server.owner)
 
     def do_GET(self) -> None:  # noqa: N802 - http.server's naming
         path = urlsplit(self.path).path.rstrip("/")
         if path in MODELS_PATHS or any(path.startswith(p + "/") for p in MODELS_PATHS):
-            self._send(self.server.scenario_server._answer_models(path))
+            self._send(self.service._answer_models(path))
         else:
             self._not_found(path)
 
@@ -302,7 +256,7 @@ class _Handler(BaseHTTPRequestHandler):
         purpose = self.headers.get(headers.PURPOSE)
         job = self.headers.get(headers.JOB)
         cursor = self.headers.get(headers.CURSOR)
-        self._send(self.server.scenario_server._answer_chat(body, purpose, path, job, cursor))
+        self._send(self.service._answer_chat(body, purpose, path, job, cursor))
 
     def _not_found(self, path: str) -> None:
         message = f"no route {path!r}: the scripted server serves POST /v1/chat/completions and GET /v1/models"
