@@ -100,6 +100,11 @@ class GoalRequest(BaseModel):
             raise ValueError("the goal is not valid UTF-8 text") from e
         return goal
 
+    @field_validator("response", mode="before")
+    @classmethod
+    def _response_in_any_case(cls, response: object) -> object:
+        return response.upper() if isinstance(response, str) else response  # as `run --response scored` takes it
+
     @field_validator("job_id", mode="before")
     @classmethod
     def _job_id_names_a_job(cls, job_id: object) -> object:

@@ -98,3 +98,12 @@ def test_a_budget_value_out_of_range_is_refused_in_one_line_naming_the_budget_an
     assert "goal_model_calls=0: Input should be greater than or equal to 1" in message
     assert "script_timeout_s=soon: Input should be a valid number" in message
     assert "\n" not in message and "errors.pydantic.dev" not in message
+
+
+def test_a_goal_lines_response_is_read_in_any_case_as_run_reads_it_and_anything_else_is_refused(
+    tmp_path: Path,
+) -> None:
+    assert GoalRequest(goal="g", response="scored").response == "SCORED"
+    assert "response: Input should be 'SUMMARY' or 'SCORED'" in _line_rejected(
+        tmp_path, {"goal": "g", "response": "RANKED"}
+    )
