@@ -95,7 +95,7 @@ def cache_info(
         return
     typer.echo(plain(f"cache folder: {cache_dir}" + ("" if info["exists"] else " (does not exist yet)")))
     typer.echo(f"jobs: {info['jobs']} ({info['jobs_bytes']} bytes, oldest {info['oldest_job_days']} days)")
-    typer.echo(f"memo and read cache: {info['store_bytes']} bytes")
+    typer.echo(f"store (memo, read cache, response cache): {info['store_bytes']} bytes")
     typer.echo("clear it with: python -m orchestrator cache clear [--older-than DAYS]")
 
 
