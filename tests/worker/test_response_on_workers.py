@@ -18,10 +18,14 @@ GOAL = "Give me our brand rules as a machine-readable brand.json"
 
 @pytest.fixture(scope="module")
 def jobs(shared_cluster: Cluster) -> Cluster:
-    """Two jobs of the same goal, one per strategy, run once on the module's worker."""
+    """Two jobs of the same goal, one per strategy, run once on the module's worker. The scored job plays its own
+    copy of the transcript (another model name, in the cluster's scenario folder), so neither is answered from the
+    other's replies in the shared response cache and both count every model call."""
+    copy = shared_cluster.root / "text-calls-scored.yaml"
+    copy.write_text(TRANSCRIPT.read_text().replace("model: qwen-like\n", "model: qwen-like-scored\n", 1))
     lines = "\n".join(
-        json.dumps({"goal": GOAL, "model": f"scripted:{TRANSCRIPT}", "job_id": job_id, **extra})
-        for job_id, extra in (("answered", {}), ("scored", {"response": "SCORED"}))
+        json.dumps({"goal": GOAL, "model": f"scripted:{model}", "job_id": job_id, **extra})
+        for job_id, model, extra in (("answered", TRANSCRIPT, {}), ("scored", copy, {"response": "SCORED"}))
     )
     done = shared_cluster.cli("submit", "-", "--wait", "--timeout", "400", "--json", stdin=lines, timeout=450)
     assert done.returncode == 0, (done.stdout, done.stderr, shared_cluster.log("w1"))
@@ -42,6 +46,7 @@ def test_a_scored_goal_line_ends_with_a_score_per_evaluation_point_and_their_mea
     assert summary["answer"].startswith("Made brand.json (")
     # the scoring reply is one more model call, counted like run counts it
     assert result["metrics"]["model_calls"] == summary["metrics"]["model_calls"] + 1
+    assert result["metrics"]["response_cache_hits"] == summary["metrics"]["response_cache_hits"] == 0
 
 
 def test_jobs_id_shows_the_scores_or_the_answer_as_run_prints_them(jobs: Cluster) -> None:
