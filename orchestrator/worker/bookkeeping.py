@@ -15,9 +15,9 @@ from orchestrator.config import Settings
 from orchestrator.errors import OrchestratorError
 from orchestrator.logs import get_logger, mask_value
 from orchestrator.worker.blobs import BlobStore
-from orchestrator.worker.inputs import InputRef, materialise
+from orchestrator.worker.inputs import materialise
 from orchestrator.worker.jobfiles import claim_output, evidence_dir, job_out_dir, write_owner
-from orchestrator.worker.ledger import JobRecord, Ledger
+from orchestrator.worker.ledger import JobRecord, JobRequest, Ledger
 from orchestrator.worker.submit import MB
 from orchestrator.worker.tenancy import Refused, check_checkpoint, job_work_dir
 from orchestrator.worker.views import unmet_reason
@@ -42,9 +42,9 @@ class PhaseOutcome:
     fields: dict[str, Any] = field(default_factory=dict)
 
 
-def job_settings(settings: Settings, request: dict[str, Any]) -> Settings:
+def job_settings(settings: Settings, request: JobRequest | None) -> Settings:
     """The deployment's settings with the job's budgets applied, checked again against the ceilings."""
-    return budgeted(settings, BudgetOverrides.model_validate(request.get("budgets") or {}))
+    return budgeted(settings, request.budgets if request is not None else BudgetOverrides())
 
 
 def saved_state(settings: Settings, ledger: Ledger, record: JobRecord, phase: Phase) -> Checkpoint:
@@ -55,9 +55,9 @@ def saved_state(settings: Settings, ledger: Ledger, record: JobRecord, phase: Ph
         request = GoalRequest(
             goal=record.goal,
             inputs=_received_inputs(settings, ledger, record),
-            constraints=req.get("constraints", []),
+            constraints=req.constraints if req is not None else [],
             job_id=record.job_id,
-            response=req.get("response"),
+            response=req.response if req is not None else None,
         )
         out_dir = job_out_dir(settings, record)
         claim_output(settings, out_dir, record)
@@ -73,7 +73,7 @@ def saved_state(settings: Settings, ledger: Ledger, record: JobRecord, phase: Ph
 
 def _received_inputs(settings: Settings, ledger: Ledger, record: JobRecord) -> list[Path]:
     """The job's input files, written from their blobs in Redis into the job's own folder (never a named path)."""
-    refs = [InputRef.model_validate(item) for item in record.request.get("inputs") or []]
+    refs = record.request.inputs if record.request is not None else []
     caps = settings.job_inputs
     store = BlobStore(ledger.r, max_bytes=int(caps.file_max_mb * MB), ttl_s=caps.ttl_s)
     return materialise(refs, store, job_work_dir(settings, record.job_id) / "received")

@@ -16,15 +16,18 @@ from enum import StrEnum
 from typing import Any, Literal, NamedTuple
 
 import redis
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from redis.backoff import ExponentialBackoff
 from redis.commands.core import Script
 from redis.retry import Retry
 from redis.typing import EncodableT, FieldT
 
+from orchestrator.worker.inputs import InputRef
+from orchestrator.worker.tenancy import DEFAULT_LIBRARY
 from orchestrator.workflow import phases
 from orchestrator.workflow.models import Checkpoint, SkillsUsed
 from orchestrator.workflow.phases import PhaseKind
+from orchestrator.workflow.request import BudgetOverrides
 
 JobState = Literal["queued", "planning", "acting", "reflecting", "done", "unmet", "failed", "cancelled"]
 """What the ledger stores. ``stalled`` is never stored: it is how a running job whose heartbeat stopped is shown."""
@@ -71,6 +74,23 @@ class Lease(NamedTuple):
     attempts: int
 
 
+class JobRequest(BaseModel):
+    """A goal line as the ledger keeps it, once checked: a library name, inputs by hash, budgets within ceilings."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    goal: str
+    skills: str = DEFAULT_LIBRARY
+    model: str
+    job_id: str | None = None
+    inputs: list[InputRef] = []
+    constraints: list[str] = []
+    budgets: BudgetOverrides = BudgetOverrides()
+    out: None = None
+    """Always the job's own folder (``<output root>/<job id>``); kept for the shape of a goal line."""
+    response: Literal["SUMMARY", "SCORED"] | None = None
+
+
 class JobRecord(BaseModel):
     """One job as the ledger holds it (``jobs ID --json``)."""
 
@@ -100,7 +120,8 @@ class JobRecord(BaseModel):
     trace_id: str | None = None
     span_id: str | None = None
     """The goal span's id: every phase span is its child; the span itself is emitted when the job ends."""
-    request: dict[str, Any] = {}
+    request: JobRequest | None = None
+    """The checked goal line the job runs (``None`` only for a record made without one)."""
     out: str = ""
     """The job's output folder, relative to the output root."""
     history: list[dict[str, Any]] = Field(default_factory=list)

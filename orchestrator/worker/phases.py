@@ -202,8 +202,8 @@ def _advance(pc: PhaseContext, record: JobRecord, saved: Checkpoint, phase: Phas
     scripts_before = scripts_s(saved.state)
     spec = RuntimeSpec(
         settings,
-        library_root(settings, req.get("skills")),  # registered libraries only, checked again here
-        req.get("model") or settings.model.name,
+        library_root(settings, req.skills if req is not None else None),  # registered libraries only, checked again
+        (req.model if req is not None else "") or settings.model.name,
         scenario_guard=lambda value: scenario_file(settings, value),  # never a file outside the scenario folders
         job_id=record.job_id,
         cursor=saved.model_cursor,

@@ -14,16 +14,15 @@ import re
 import secrets
 import time
 from collections.abc import Callable, Iterable
-from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ValidationError
 
 from orchestrator.config import Settings
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.tracing import new_ids
 from orchestrator.worker.blobs import BlobStore
-from orchestrator.worker.inputs import InputRef, gather_inputs
-from orchestrator.worker.ledger import RERUNNABLE, JobRecord, Ledger, add_to_batch
+from orchestrator.worker.inputs import gather_inputs
+from orchestrator.worker.ledger import RERUNNABLE, JobRecord, JobRequest, Ledger, add_to_batch
 from orchestrator.worker.limits import hard_limit_s, visibility_timeout_s
 from orchestrator.worker.tenancy import (
     DEFAULT_LIBRARY,
@@ -35,7 +34,6 @@ from orchestrator.workflow import phases
 from orchestrator.workflow.phases import PhaseKind
 from orchestrator.workflow.request import (
     JOB_ID_PATTERN,
-    BudgetOverrides,
     GoalRequest,
     budgeted,
     default_inputs,
@@ -44,23 +42,6 @@ from orchestrator.workflow.request import (
 
 MAX_LINE_BYTES = 1_000_000
 MB = 1024 * 1024
-
-
-class JobRequest(BaseModel):
-    """A goal line as the ledger keeps it, once checked: a library name, inputs by hash, budgets within ceilings."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    goal: str
-    skills: str = DEFAULT_LIBRARY
-    model: str
-    job_id: str | None = None
-    inputs: list[InputRef] = []
-    constraints: list[str] = []
-    budgets: BudgetOverrides = BudgetOverrides()
-    out: None = None
-    """Always the job's own folder (``<output root>/<job id>``); kept for the shape of a goal line."""
-    response: Literal["SUMMARY", "SCORED"] | None = None
 
 
 class Checked(BaseModel):
@@ -200,7 +181,7 @@ def submit_lines(
         request = checked.request.model_copy(update={"job_id": job_id})
         for data in checked.blobs:
             blobs.put(data)
-        record = new_record(job_id, request.goal, request.model_dump(mode="json"), batch=report.batch, stack=stack)
+        record = new_record(job_id, request, batch=report.batch, stack=stack)
         if ledger.create(record):
             add_to_batch(ledger, report.batch, job_id, record.submitted_at)
             enqueue(record, phases.token(phases.FIRST))
@@ -229,11 +210,11 @@ def submit_lines(
     return report
 
 
-def new_record(job_id: str, goal: str, request: dict[str, Any], *, batch: str | None, stack: str) -> JobRecord:
+def new_record(job_id: str, request: JobRequest, *, batch: str | None, stack: str) -> JobRecord:
     trace_id, span_id = new_ids()
     return JobRecord(
         job_id=job_id,
-        goal=goal,
+        goal=request.goal,
         submitted_at=time.time(),
         trace_id=trace_id,
         span_id=span_id,
@@ -244,13 +225,13 @@ def new_record(job_id: str, goal: str, request: dict[str, Any], *, batch: str | 
     )
 
 
-def next_run(record: JobRecord, *, request: dict[str, Any] | None = None, batch: str | None = None) -> JobRecord:
+def next_run(record: JobRecord, *, request: JobRequest | None = None, batch: str | None = None) -> JobRecord:
     """A fresh record for running an ended job again: same id, ``run`` + 1, nothing of the earlier run's state."""
-    request = request if request is not None else dict(record.request)
+    request = request if request is not None else record.request
     trace_id, span_id = new_ids()
     return JobRecord(
         job_id=record.job_id,
-        goal=str(request.get("goal") or record.goal),
+        goal=request.goal if request is not None else record.goal,
         submitted_at=time.time(),
         trace_id=trace_id,
         span_id=span_id,

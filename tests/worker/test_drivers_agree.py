@@ -22,7 +22,7 @@ from orchestrator.errors import ModelError, ModelErrorCode, SandboxError, Sandbo
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.testing import FunctionModel, ScriptedModel, json_response, tool_call_response
 from orchestrator.testing.sandbox import InMemorySandbox
-from orchestrator.worker.ledger import JobRecord, Ledger
+from orchestrator.worker.ledger import JobRecord, JobRequest, Ledger
 from orchestrator.worker.phases import PhaseContext, run_phase
 from orchestrator.workflow.models import GoalResult
 from orchestrator.workflow.request import BudgetOverrides, GoalRequest, budgeted
@@ -212,7 +212,8 @@ def test_a_goal_out_of_its_budget_ends_unmet_the_same_through_run_and_a_worker(
         cache_dir=tmp_path / "worker-cache", output_root=tmp_path / "worker-out", skills_dir=skills
     )
     ledger = Ledger.from_url(redis_server.url)
-    ledger.create(JobRecord(job_id="spent", goal=GOAL, submitted_at=time.time(), request={"budgets": budgets}))
+    ledger.create(JobRecord(job_id="spent", goal=GOAL, submitted_at=time.time(),
+                            request=JobRequest(goal=GOAL, model="scripted", budgets=budgets)))
     model = FunctionModel(_never_finishes)
     worker_rt = Runtime(settings=settings, model=model, library=SkillLibrary(skills), sandbox=InMemorySandbox({}))
     queued = ["plan"]

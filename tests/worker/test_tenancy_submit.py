@@ -151,10 +151,11 @@ def test_input_bytes_travel_by_hash_and_the_ledger_holds_no_path(ledger, tmp_pat
     assert report.rejected == []
     record = ledger.get("carried")
     assert record is not None
-    [ref] = record.request["inputs"]
-    assert ref["name"] == "sales.csv" and str(data.parent) not in json.dumps(record.request)
-    assert BlobStore(ledger.r, max_bytes=1 << 20, ttl_s=60).get(ref["sha256"]) == data.read_bytes()
-    assert 0 < ledger.r.ttl(f"orch:blob:{ref['sha256']}") <= 7 * 24 * 3600
+    assert record.request is not None
+    [ref] = record.request.inputs
+    assert ref.name == "sales.csv" and str(data.parent) not in record.request.model_dump_json()
+    assert BlobStore(ledger.r, max_bytes=1 << 20, ttl_s=60).get(ref.sha256) == data.read_bytes()
+    assert 0 < ledger.r.ttl(f"orch:blob:{ref.sha256}") <= 7 * 24 * 3600
 
 
 def test_a_scripted_model_names_only_a_scenario_in_a_scenario_folder(tmp_path: Path) -> None:

@@ -76,8 +76,9 @@ def test_a_record_rewritten_in_redis_is_refused_again_by_the_worker(
     done_job: Cluster, change: dict, reason: str
 ) -> None:
     record = done_job.ledger().get("owned-3")
-    assert record is not None
-    clean = {**record.request, "skills": "default", "budgets": {}, "inputs": []}  # undo the other cases' changes
+    assert record is not None and record.request is not None
+    # undo the other cases' changes
+    clean = {**record.request.model_dump(mode="json"), "skills": "default", "budgets": {}, "inputs": []}
     job = _requeue(done_job, "owned-3", "plan", request={**clean, **change})
     assert job["state"] == "failed" and reason in job["reason"]
 
@@ -85,8 +86,8 @@ def test_a_record_rewritten_in_redis_is_refused_again_by_the_worker(
 def test_an_out_rewritten_to_another_jobs_folder_is_refused(done_job: Cluster) -> None:
     before = sorted(p.name for p in (done_job.output_root / "owned-2").iterdir())
     record = done_job.ledger().get("owned-3")
-    assert record is not None
-    clean = {**record.request, "skills": "default", "budgets": {}, "inputs": []}
+    assert record is not None and record.request is not None
+    clean = {**record.request.model_dump(mode="json"), "skills": "default", "budgets": {}, "inputs": []}
     job = _requeue(done_job, "owned-3", "plan", out="owned-2", request=clean)
     assert job["state"] == "failed" and "not the job's own" in job["reason"]
     assert sorted(p.name for p in (done_job.output_root / "owned-2").iterdir()) == before
