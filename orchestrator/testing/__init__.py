@@ -1,4 +1,5 @@
-"""Test fakes shipped with the package: in-memory scripted models and an in-memory sandbox backend.
+"""Test fakes shipped with the package: in-memory scripted models, an in-memory sandbox backend, and a sloppy model
+served over HTTP (``sloppy_server.SloppyServer``) that answers any request the way a small real model does.
 
 Nothing in the package imports this folder; ``scripted:`` runs use ``orchestrator.llm.scenario_server``.
 """
