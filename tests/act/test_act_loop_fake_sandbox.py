@@ -69,3 +69,41 @@ def test_a_skill_that_never_touches_build_opens_no_sandbox_job(write_skill, skil
                  qa_mode="off", sandbox=sandbox)
     model.assert_all_used()
     assert result.status == "done" and sandbox.jobs == []
+
+
+def test_a_script_path_the_model_invents_is_answered_with_the_real_scripts_and_no_host_path(
+        write_skill, skills_root, settings, tmp_path):
+    write_skill("report", REPORT_BODY, files={"scripts/report.py": "print('never run here')\n",
+                                              "reference/notes.md": "Notes."})
+    sandbox = InMemorySandbox({"scripts/report.py": _report})
+    model = ScriptedModel([
+        tool_call_response("run_script", path="resources/report.py", args={"rows": [1]}),
+        tool_call_response("run_script", path="/skill/scripts/report.py", args={"rows": [1]}),
+        tool_call_response("run_script", path="report/scripts/report.py", args={"rows": [1, 2]}),
+        tool_call_response("finish", summary="report written", outputs=["build/report.json"]),
+    ])
+    result = act("report", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out",
+                 expected=expect_files("report.json", kind="json"), sandbox=sandbox)
+    invented = json.loads(model.calls[1].messages[-1].content or "")
+    assert invented["ok"] is False and invented["nearest"] == ["scripts/report.py"]
+    assert "no such script in the skill: resources/report.py; the nearest are: scripts/report.py" in invented["error"]
+    assert str(skills_root) not in invented["error"] and "Errno" not in invented["error"]
+    assert result.status == "done"
+    assert sandbox.jobs[0].calls == [("scripts/report.py", {"rows": [1]}), ("scripts/report.py", {"rows": [1, 2]})]
+    assert not any("missing from the skill" in u.why for u in result.unmet)
+
+
+def test_validate_with_nothing_to_check_says_so(write_skill, skills_root, settings, tmp_path):
+    write_skill("report", REPORT_BODY, files={"report.schema.json": '{"type": "object", "required": ["rows"]}'})
+    model = ScriptedModel([
+        tool_call_response("validate", schema="report.schema.json"),
+        tool_call_response("write_artifact", path="report.json", text='{"rows": 1}'),
+        tool_call_response("validate", path="/skill/build/report.json", schema="report.schema.json"),
+        tool_call_response("finish", summary="ok", outputs=["build/report.json"]),
+    ])
+    act("report", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out", qa_mode="off")
+    nothing = json.loads(model.calls[1].messages[-1].content or "")
+    assert not nothing["ok"] and "nothing to check: give the file (path" in nothing["error"]
+    assert "violations" not in nothing
+    checked = json.loads(model.calls[3].messages[-1].content or "")
+    assert checked == {"ok": True, "violations": []}

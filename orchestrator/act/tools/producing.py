@@ -27,7 +27,7 @@ from orchestrator.act.tools._base import (
     violation,
 )
 from orchestrator.act.tools.reading import input_path
-from orchestrator.act.workspace import clean_build_path
+from orchestrator.act.workspace import BUILD_MOUNTS, clean_build_path
 from orchestrator.errors import PathEscapeError, SandboxError, SandboxErrorCode, SkillError, ValidationRulesError
 from orchestrator.prompts import render_prompt, tool_text
 from orchestrator.tokens import cut_to_tokens
@@ -214,8 +214,13 @@ def validate(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
 
 
 def _validate_schema(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
+    if args.path is None and args.object is None:
+        return fail(render_prompt("errors/validate_nothing"))
     schema: Any = args.schema_
     raw: bytes | None = None
+    if args.path is not None:  # build/ as the sandbox mounts it is build/
+        mount = next((m for m in BUILD_MOUNTS if args.path.strip().startswith(m)), None)
+        args = args.model_copy(update={"path": "build/" + args.path.strip().removeprefix(mount)}) if mount else args
     try:
         if isinstance(schema, str):
             schema = json.loads(ctx.deps.library.read_text(ctx.deps.request.skill_id, schema)[0])

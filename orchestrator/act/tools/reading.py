@@ -171,7 +171,7 @@ def _not_in_skill(ctx: ActContext, rel_path: str, error: Exception, *, full: boo
     skill_id = ctx.deps.request.skill_id
     if ctx.deps.library.resolve(skill_id, rel_path).exists():  # binary, a folder, unreadable
         return fail(render_prompt("errors/cannot_read_2", rel_path=rel_path, error=error))
-    meant = _meant_path(ctx, rel_path)
+    meant = meant_path(ctx, rel_path)
     if meant is not None:  # the skill's id (or skills/<id>/) put in front of one of its files
         return _read_skill_file(ctx, meant, full=full, window=window)
     if written_in_skill(ctx, rel_path):
@@ -195,7 +195,8 @@ def written_in_skill(ctx: ActContext, rel_path: str) -> bool:
     )
 
 
-def _meant_path(ctx: ActContext, rel_path: str) -> str | None:
+def meant_path(ctx: ActContext, rel_path: str) -> str | None:
+    """The skill's file a path means with the skill's id (or ``skills/<id>/``) put in front, if there is one."""
     path = rel_path.strip().removeprefix("./")
     skill_id = ctx.deps.request.skill_id
     for prefix in (f"skills/{skill_id}/", f"{skill_id}/", f"{skill_id.rsplit('/', 1)[-1]}/"):

@@ -19,6 +19,7 @@ from orchestrator.act.memo import MemoEntry, ScriptReplay, canonical_digest
 from orchestrator.act.text import scrub_source_lines
 from orchestrator.act.tools._base import MAX_SCRIPT_FAILURES, ToolArgs, ToolOutcome, fail, is_script, tool, violation
 from orchestrator.act.tools.producing import record_write
+from orchestrator.act.tools.reading import meant_path, nearest_files, tool_path
 from orchestrator.act.workspace import clean_build_path
 from orchestrator.errors import PathEscapeError, SandboxError, SandboxRefused, SkillError
 from orchestrator.prompts import render_prompt, tool_text
@@ -46,7 +47,7 @@ class RunScriptArgs(ToolArgs):
 
 @tool()
 def run_script(ctx: ActContext, args: RunScriptArgs) -> ToolOutcome:
-    rel = args.path.strip().replace("\\", "/").removeprefix("./")
+    rel = tool_path(args.path).replace("\\", "/").removeprefix("./")  # /skill/scripts/x.py is scripts/x.py
     if not is_script(ctx, rel):
         allowed = ", ".join(ctx.deps.settings.sandbox.allowed_extensions)
         return fail(render_prompt("errors/refused_does_not_have", rel=rel, allowed=allowed))
@@ -117,8 +118,13 @@ def _script_source(ctx: ActContext, rel: str) -> tuple[str, bytes, bool] | ToolO
         return path.relative_to(ctx.deps.skill.root).as_posix(), path.read_bytes(), False
     except PathEscapeError as e:
         return violation(str(e), f"script outside the skill root: {rel}")
-    except (SkillError, FileNotFoundError, IsADirectoryError) as e:
-        return fail(render_prompt("errors/no_such_script_skill", rel=rel, error=e))
+    except (SkillError, FileNotFoundError, IsADirectoryError):
+        meant = meant_path(ctx, rel)
+        if meant is not None:  # the skill's id in front of one of its scripts
+            return _script_source(ctx, meant)
+        nearest = nearest_files(ctx, rel)
+        scripts = [f for f in nearest if is_script(ctx, f)] or nearest
+        return fail(render_prompt("errors/no_such_script_skill", rel=rel, nearest=scripts), nearest=scripts)
 
 
 class RunCommandArgs(ToolArgs):
