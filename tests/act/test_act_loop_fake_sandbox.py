@@ -107,3 +107,16 @@ def test_validate_with_nothing_to_check_says_so(write_skill, skills_root, settin
     assert "violations" not in nothing
     checked = json.loads(model.calls[3].messages[-1].content or "")
     assert checked == {"ok": True, "violations": []}
+
+
+def test_a_schema_the_model_invents_is_answered_with_the_nearest_real_files(write_skill, skills_root, settings,
+                                                                            tmp_path):
+    write_skill("report", REPORT_BODY, files={"report.schema.json": '{"type": "object"}'})
+    model = ScriptedModel([
+        tool_call_response("validate", object={"rows": 1}, schema="resources/report.schema.json"),
+        tool_call_response("finish", summary="ok"),
+    ])
+    act("report", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out", qa_mode="off")
+    guessed = json.loads(model.calls[1].messages[-1].content or "")
+    assert not guessed["ok"] and guessed["nearest"][0] == "report.schema.json"
+    assert "no such file in the skill" in guessed["error"] and str(skills_root) not in guessed["error"]

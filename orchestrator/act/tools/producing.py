@@ -26,7 +26,7 @@ from orchestrator.act.tools._base import (
     tool,
     violation,
 )
-from orchestrator.act.tools.reading import input_path
+from orchestrator.act.tools.reading import input_path, nearest_files
 from orchestrator.act.workspace import BUILD_MOUNTS, clean_build_path
 from orchestrator.errors import PathEscapeError, SandboxError, SandboxErrorCode, SkillError, ValidationRulesError
 from orchestrator.prompts import render_prompt, tool_text
@@ -221,6 +221,9 @@ def _validate_schema(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
     if args.path is not None:  # build/ as the sandbox mounts it is build/
         mount = next((m for m in BUILD_MOUNTS if args.path.strip().startswith(m)), None)
         args = args.model_copy(update={"path": "build/" + args.path.strip().removeprefix(mount)}) if mount else args
+    if isinstance(schema, str) and not _in_skill(ctx, schema):  # a schema the model guessed: the nearest real files
+        nearest = nearest_files(ctx, schema)
+        return fail(render_prompt("errors/no_such_file_skill", rel_path=schema, nearest=nearest), nearest=nearest)
     try:
         if isinstance(schema, str):
             schema = json.loads(ctx.deps.library.read_text(ctx.deps.request.skill_id, schema)[0])
@@ -252,6 +255,15 @@ def _validate_schema(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
         data={"violations": violations},
         error="schema validation failed" if violations else None,
     )
+
+
+def _in_skill(ctx: ActContext, rel_path: str) -> bool:
+    try:
+        return ctx.deps.library.resolve(ctx.deps.request.skill_id, rel_path).is_file()
+    except PathEscapeError:
+        return True  # refused where it is read, as an escape
+    except (SkillError, OSError):
+        return False
 
 
 class BlackboardPutArgs(ToolArgs):
