@@ -117,6 +117,8 @@ class SloppyReply:
     content: str
     finish_reason: str = "stop"
     habit: str = ""
+    mistake: bool = False
+    """A wrong call the model sends before the right one (the runtime should answer it with an error)."""
 
 
 @dataclass
@@ -183,13 +185,13 @@ def _attempts(
     right = SloppyReply(_bare(calls), habit=habit)
     first = calls[0]
     if habit == "invented_path" and (invented := _invented(first, skill)) is not None:
-        wrong = SloppyReply(_bare([invented]), habit=habit)
+        wrong = SloppyReply(_bare([invented]), habit=habit, mistake=True)
         return [wrong, wrong, right]
     if habit == "unknown_tool" and first["name"] in WRONG_NAMES:
         wrong_call = {**first, "name": WRONG_NAMES[first["name"]]}
-        return [SloppyReply(_fenced([wrong_call]), habit=habit), right]
+        return [SloppyReply(_fenced([wrong_call]), habit=habit, mistake=True), right]
     if habit == "missing_argument" and (partial := _without_required(first)) is not None:
-        return [SloppyReply(_bare([partial]), habit=habit), right]
+        return [SloppyReply(_bare([partial]), habit=habit, mistake=True), right]
     if habit == "wrong_type" and (typed := _wrong_type(first)) is not None:
         return [SloppyReply(_bare([typed]), habit=habit), right]
     if habit == "single_quotes":
@@ -453,7 +455,7 @@ def _invented(call: Mapping[str, Any], skill: str) -> dict[str, Any] | None:
 
 def _without_required(call: Mapping[str, Any]) -> dict[str, Any] | None:
     arguments = dict(call["arguments"])
-    for key in ("path", "text", "summary", "template_path", "argv"):
+    for key in ("path", "text", "template_path", "argv"):
         if key in arguments:
             del arguments[key]
             return {"name": call["name"], "arguments": arguments}
@@ -485,7 +487,7 @@ def _capped(reply: SloppyReply, max_tokens: int) -> SloppyReply:
     if estimate_tokens(reply.content) <= max_tokens:
         return reply
     cut, _ = cut_to_tokens(reply.content, max_tokens)
-    return SloppyReply(cut, "length", reply.habit)
+    return SloppyReply(cut, "length", reply.habit, reply.mistake)
 
 
 def _hash(*parts: str) -> int:

@@ -49,7 +49,6 @@ class SloppyServer(_Serving):
         purpose: str | None,
         path: str,
         job: str | None,
-        cached: str | None = None,
         cursor: str | None = None,
     ) -> _Answer:
         if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
@@ -60,7 +59,8 @@ class SloppyServer(_Serving):
         prompt = estimate_prompt_tokens(body["messages"], body.get("tools"))
         completion = estimate_completion_tokens(reply.content, [])
         with self._lock:
-            self.exchanges.append((body, {**message, "finish_reason": reply.finish_reason, "habit": reply.habit}))
+            self.exchanges.append((body, {**message, "finish_reason": reply.finish_reason, "habit": reply.habit,
+                                          "mistake": reply.mistake}))
         payload = {
             "id": f"chatcmpl-sloppy-{len(self.exchanges)}",
             "object": "chat.completion",

@@ -27,11 +27,9 @@ IMPOSSIBLE = [
     "Make a 3-slide deck from the figures in q4.xlsx",
     "Book a meeting room for Friday and email the team",
 ]
-TOLD = {"invented_path": "no such file in the skill", "unknown_tool": "unknown tool",
-        "single_quotes": "could not be read"}
+TOLD = {"invented_path": ("no such file in the skill", "no such script in the skill"),
+        "unknown_tool": ("unknown tool",), "missing_argument": ("is required", "nothing to check")}
 """What the model is told after the mistake of a habit."""
-MODEL_ERRORS = ("no such file in the skill", "unknown tool", "bad arguments for", "could not be read",
-                "cut off at", "not JSON")
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +54,7 @@ def run(server: SloppyServer, goal: str, env: dict[str, str], tmp_path: Path, in
 
 
 def model_errors(result: dict[str, Any]) -> list[str]:
-    return [r["error"] for s in result["skills"] for r in s["evidence_summary"]
-            if r.get("error") and any(e in r["error"] for e in MODEL_ERRORS)]
+    return [r["error"] for s in result["skills"] for r in s["evidence_summary"] if r.get("error")]
 
 
 @pytest.mark.parametrize("salt", ["", "1"])
@@ -72,9 +69,9 @@ def test_work_the_skills_can_do_ends_done_however_sloppy_the_model(server, cli_e
     replies = [reply for _, reply in server.exchanges[before:]]
     assert not any(r.get("tool_calls") for r in replies)  # every call the runtime ran was written as text
     errors = "\n".join(model_errors(result))
-    habits = {r["habit"] for r in replies}
-    for habit, told in TOLD.items():  # each mistake went back to the model as an error it could act on
-        assert habit not in habits or told in errors, (habit, errors)
+    for reply in replies:  # each mistake went back to the model as an error it could act on
+        if reply["mistake"] and reply["habit"] in TOLD:
+            assert any(told in errors for told in TOLD[reply["habit"]]), (reply["habit"], reply["content"][:200])
     assert not [u for u in result["unmet"] if "missing from the skill" in u["why"]]
 
 
