@@ -8,6 +8,9 @@ from dataclasses import dataclass, field
 from orchestrator.act.models import ExitReason, RemainingBudgets, StepRecord
 from orchestrator.config import Budgets
 
+MANY_CALLS = 6
+"""An Act with at least this many tool calls, half of them failed, spent its budget on the model's mistakes."""
+
 
 @dataclass
 class BudgetTracker:
@@ -80,4 +83,11 @@ class BudgetTracker:
                 "raise limits.goal_token_budget / limits.goal_model_calls, narrow the goal or use a stronger model",
             ),
         }
-        return table.get(reason, (reason, ""))
+        why, next_step = table.get(reason, (reason, ""))
+        tools = [r for r in self.records if r.kind == "tool"]
+        failed = sum(not r.ok for r in tools)
+        if len(tools) >= MANY_CALLS and failed * 2 >= len(tools):  # the model spent it on calls that could not work
+            why += f"; {failed} of the {len(tools)} tool calls failed"
+            next_step = ("the model spent the budget on calls that failed (see the errors in the evidence): give the "
+                         "goal more detail or use a stronger model")
+        return why, next_step

@@ -257,3 +257,16 @@ def test_finishing_before_making_the_outputs_is_told_and_blamed_on_the_model(wri
     [first] = [u for u in result.unmet if u.what == "brand.json"]
     assert "the model stopped before making the outputs" in first.next_step
     assert "the skill" not in first.next_step
+
+
+def test_a_budget_spent_on_failing_calls_is_blamed_on_the_model(write_skill, skills_root, settings, tmp_path):
+    _brand(write_skill)
+    wandering = [tool_call_response("read_ref", path=f"docs/part-{i}.md") for i in range(5)]
+    model = ScriptedModel([*wandering[:2], REFLECT, *wandering[2:],
+                           tool_call_response("write_artifact", path="draft.txt", text="Draft.")])
+    result = act("brand", model, skills_root=skills_root, settings=settings, out_dir=tmp_path / "out",
+                 expected=expect_files("brand.json"), budgets=Budgets(max_tool_calls=6))
+    assert result.exit_reason == "budget_tool_calls"
+    assert "the model spent the budget on calls that failed" in result.next_step
+    assert "max_tool_calls" not in result.next_step
+    assert all(u.next_step == result.next_step for u in result.unmet)
