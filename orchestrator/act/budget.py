@@ -8,6 +8,10 @@ from dataclasses import dataclass, field
 from orchestrator.act.models import ExitReason, RemainingBudgets, StepRecord
 from orchestrator.config import Budgets
 
+TIME_UP_MARGIN_S = 0.05
+"""Less of the Act's time than this left counts as none: tools start no more work, and the loop stops asking the
+model (one rule for both, so a tool's "time is used up" never meets a loop that asks again)."""
+
 MANY_CALLS = 6
 """An Act with at least this many tool calls, half of them failed, spent its budget on the model's mistakes."""
 
@@ -43,7 +47,7 @@ class BudgetTracker:
         """The first budget that has run out, or None."""
         if self.tool_calls >= self.budgets.max_tool_calls:
             return "budget_tool_calls"
-        if self.elapsed_ms() >= self.budgets.time_budget_ms:
+        if self.elapsed_ms() >= self.budgets.time_budget_ms - TIME_UP_MARGIN_S * 1000:
             return "budget_time"
         if self.tokens >= self.budgets.token_budget:
             return "budget_tokens"

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orchestrator.act.blackboard import Blackboard
+from orchestrator.act.budget import TIME_UP_MARGIN_S
 from orchestrator.act.memo import AttemptMemo, MemoStore, SkillMemoFile
 from orchestrator.act.models import ActRequest, StepRecord
 from orchestrator.act.workspace import BuildArea
@@ -85,6 +87,11 @@ class ActState:
     tools answer as they did then (no digests or memo notes that would make the next request differ)."""
     deadline: float = math.inf
     """When the Act's time budget ends (``time.monotonic()``); tools that may run long stop by then."""
+
+    def time_left_s(self) -> float:
+        """Seconds of the Act's time budget left; 0 once less than the margin the loop also stops at is left."""
+        left = self.deadline - time.monotonic()
+        return left if left > TIME_UP_MARGIN_S else 0.0
 
 
 @dataclass(frozen=True)

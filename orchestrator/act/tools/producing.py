@@ -6,7 +6,6 @@ import base64
 import binascii
 import json
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -154,8 +153,8 @@ def template_expand(ctx: ActContext, args: TemplateExpandArgs) -> ToolOutcome:
         return violation(str(e), f"path escape: {args.template_path}")
     except (SkillError, FileNotFoundError, SandboxError, UnicodeDecodeError) as e:
         return fail(render_prompt("errors/cannot_read_template", template_path=args.template_path, error=e))
-    left_s = ctx.state.deadline - time.monotonic()
-    if left_s <= 0.05:
+    left_s = ctx.state.time_left_s()
+    if left_s == 0:
         return fail(render_prompt("errors/not_rendered_act_s"))
     try:
         rendered = render_bounded(source, args.data, timeout_s=min(RENDER_TIMEOUT_S, left_s))
@@ -240,8 +239,8 @@ def _validate_schema(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
         return violation(str(e), "path escape in validate")
     except Exception as e:  # noqa: BLE001 - unreadable file, bad schema file: all fixable by the model
         return fail(render_prompt("errors/cannot_validate", error_type=type(e).__name__, error=e))
-    left_s = ctx.state.deadline - time.monotonic()
-    if left_s <= 0.05:
+    left_s = ctx.state.time_left_s()
+    if left_s == 0:
         return fail(render_prompt("errors/not_checked_act_s"))
     yaml_text = bool(args.path and args.path.endswith((".yaml", ".yml")))
     try:
