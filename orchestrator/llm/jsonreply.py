@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Iterator
 from typing import Any
 
 MAX_CHARS = 200_000
@@ -134,11 +135,13 @@ def _repaired(source: str) -> Any:
         return _NOTHING
 
 
-def _without_trailing_commas(source: str) -> str:
-    """``{"a": 1,}`` → ``{"a": 1}``: commas right before a closing bracket, outside strings, dropped."""
-    out: list[str] = []
+def _scan(text: str, quotes: str, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, str, bool]]:
+    """``(index, char, inside)`` for each character, ``inside`` true within a string quoted by one of ``quotes``
+    (backslash escapes respected; the quotes themselves count as outside)."""
     quote, escaped = "", False
-    for char in source:
+    for index in range(start, len(text) if stop is None else min(len(text), stop)):
+        char = text[index]
+        inside = bool(quote) and not (char == quote and not escaped)
         if quote:
             if escaped:
                 escaped = False
@@ -146,9 +149,16 @@ def _without_trailing_commas(source: str) -> str:
                 escaped = True
             elif char == quote:
                 quote = ""
-        elif char == '"':
+        elif char in quotes:
             quote = char
-        elif char in "}]":
+        yield index, char, inside
+
+
+def _without_trailing_commas(source: str) -> str:
+    """``{"a": 1,}`` → ``{"a": 1}``: commas right before a closing bracket, outside strings, dropped."""
+    out: list[str] = []
+    for _, char, inside in _scan(source, '"'):
+        if not inside and char in "}]":
             while out and out[-1].isspace():
                 out.pop()
             if out and out[-1] == ",":
@@ -159,19 +169,11 @@ def _without_trailing_commas(source: str) -> str:
 
 def _balanced_end(text: str, start: int) -> int | None:
     """Where the bracket opened at ``start`` closes (quotes of either kind respected), or None."""
-    depth, quote, escaped = 0, "", False
-    for index in range(start, min(len(text), start + MAX_LITERAL_CHARS)):
-        char = text[index]
-        if quote:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == quote:
-                quote = ""
-        elif char in "'\"":
-            quote = char
-        elif char in "{[":
+    depth = 0
+    for index, char, inside in _scan(text, "'\"", start, start + MAX_LITERAL_CHARS):
+        if inside:
+            continue
+        if char in "{[":
             depth += 1
         elif char in "}]":
             depth -= 1
