@@ -294,7 +294,7 @@ class WorkerSettings(_Section):
 
 
 class SelectionSettings(_Section):
-    """How skills are chosen for a goal (README "Choosing skills")."""
+    """How skills are chosen for a goal (docs/concepts/choosing-skills.md)."""
 
     shortlist_threshold: int = Field(20, ge=1)
     """Libraries with more model-invocable skills than this are cut to a retrieval shortlist before planning."""

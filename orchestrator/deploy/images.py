@@ -135,7 +135,9 @@ def _pip(argv: list[str], say: Progress, what: str) -> None:
         raise DeployError(
             f"{what} failed: {done.stderr.strip()[-2000:] or done.stdout.strip()[-2000:]}",
             where="compose:build-images",
-            next_step="make a wheelhouse on a connected machine (see README) and pass --wheelhouse DIR",
+            next_step=(
+                "make a wheelhouse on a connected machine (see docs/operations/compose.md) and pass --wheelhouse DIR"
+            ),
             retryable=True,
         )
 
@@ -197,7 +199,10 @@ def build_wheelhouse(root: Path, cache_dir: Path, context: Path, say: Progress, 
             raise DeployError(
                 f"no {PROJECT_WHEEL} in {given}",
                 where="compose:build-images",
-                next_step="pip wheel --no-deps -w DIR . (and the dependencies, see README), then --wheelhouse DIR",
+                next_step=(
+                    "pip wheel --no-deps -w DIR . (and the dependencies, see docs/operations/compose.md),"
+                    " then --wheelhouse DIR"
+                ),
             )
         for wheel in given.glob("*.whl"):
             own = wheel.match(PROJECT_WHEEL)

@@ -1,4 +1,4 @@
-"""Redis ACL users for a Redis shared by several machines: producers vs workers (README "Several machines").
+"""Redis ACL users for a Redis shared by several machines: producers vs workers (docs/operations/several-machines.md).
 
 A producer creates and reads jobs, queues their first task, cancels and re-runs its jobs; a worker runs the phases.
 So the producer user reaches the job records and what ``jobs`` reads, the queue and the task results, and nothing

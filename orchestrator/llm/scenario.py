@@ -207,7 +207,7 @@ def parse_scenario(text: str, *, source: str = "<memory>") -> Scenario:
             f"scenario {source} must be a mapping with `goal:` and `steps:`",
             where="scenario",
             path=source,
-            next_step="see the README section on scenario files",
+            next_step="see docs/reference/scenario-files.md",
         )
     try:
         return Scenario.model_validate({**data, "source": source})
@@ -218,7 +218,7 @@ def parse_scenario(text: str, *, source: str = "<memory>") -> Scenario:
             where="scenario",
             path=source,
             problems=problems,
-            next_step="fix the named field (see the README section on scenario files)",
+            next_step="fix the named field (see docs/reference/scenario-files.md)",
         ) from e
 
 

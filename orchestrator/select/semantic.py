@@ -29,7 +29,7 @@ MODEL_ID = "all-MiniLM-L6-v2-int8"
 EMBED_RECIPE = "1"
 DIMENSIONS = 384
 #: Tokens of a skill's text that are embedded: the name and the start of the description say what it is for,
-#: and every token costs CPU time when a library is indexed cold (measured, see README).
+#: and every token costs CPU time when a library is indexed cold (measured, see docs/concepts/choosing-skills.md).
 EMBED_MAX_TOKENS = 48
 #: A goal is read further than a skill: it is one text, embedded while the user waits anyway.
 QUERY_MAX_TOKENS = 128
@@ -75,7 +75,7 @@ def fuse(lexical: np.ndarray, similarity: np.ndarray, weight: float) -> np.ndarr
     Only skills closer in meaning than the typical one gain, on the same scale whatever the query's length or
     wording. Squaring keeps a strong word match on top (a goal naming the task in the skill's words) while a
     skill that shares only a word or two with the goal no longer outweighs one that means the same thing
-    (measured on held-out goals, see README)."""
+    (measured on held-out goals, see docs/concepts/choosing-skills.md)."""
     total = np.zeros_like(lexical, dtype=np.float32)
     best = float(lexical.max()) if lexical.size else 0.0
     if best > 0:

@@ -1,6 +1,6 @@
-"""The README's several-machines Redis, for real: TLS only (``rediss://``) and ACL users for producers vs workers.
+"""The Redis of docs/operations/several-machines.md, for real: TLS only (``rediss://``), ACL users per role.
 
-A private ``redis-server`` with a throwaway CA, no plain-text port and the ACL file the README shows; a real worker
+A private ``redis-server`` with a throwaway CA, no plain-text port and the ACL file that page shows; a real worker
 connects as ``worker``, the producer submits and waits as ``producer``. What the producer user may not do (read or
 forge a checkpoint, take a lease, reconfigure or flush Redis) is refused by Redis itself.
 """
@@ -40,7 +40,7 @@ def make_certificates(folder: Path) -> Path:
 
 
 class TlsAclRedis(RedisServer):
-    """redis-server with TLS on its port (no plain-text port) and the README's ACL users."""
+    """redis-server with TLS on its port (no plain-text port) and that page's ACL users."""
 
     def __init__(self, folder: Path, certs: Path, passwords: dict[str, str]) -> None:
         super().__init__(folder)
@@ -119,8 +119,8 @@ def test_plain_text_and_anonymous_clients_are_refused(secured) -> None:
         redis.Redis.from_url(wrong).ping()
 
 
-def test_the_readme_shows_the_same_acl_file(tmp_path: Path) -> None:
-    readme = (REPO / "README.md").read_text()
+def test_the_several_machines_page_shows_the_same_acl_file(tmp_path: Path) -> None:
+    page = (REPO / "docs" / "operations" / "several-machines.md").read_text()
     for line in acl_file("PRODUCER_PASSWORD", "WORKER_PASSWORD", "ADMIN_PASSWORD").splitlines():
-        assert line in readme, f"README lacks the ACL line: {line}"
+        assert line in page, f"docs/operations/several-machines.md lacks the ACL line: {line}"
     assert free_port() > 0
