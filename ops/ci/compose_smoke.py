@@ -39,6 +39,8 @@ from typing import Any
 import redis
 from pptx import Presentation
 
+from orchestrator.logs import mask_secrets
+
 ROOT = Path(__file__).resolve().parents[2]
 PY = str(ROOT / ".venv" / "bin" / "python")
 TASK_NAMES = ("orchestrator.plan", "orchestrator.act", "orchestrator.reflect")
@@ -57,8 +59,23 @@ class SmokeFailure(Exception):
     pass
 
 
+_HIDDEN: set[str] = set()
+"""This run's secrets (the Redis password, Flower's login): never printed, not even inside a command line."""
+
+
+def hide(*secret: str) -> None:
+    _HIDDEN.update(s for s in secret if s)
+
+
+def masked(text: str) -> str:
+    """``text`` with this run's secrets, credentials in URLs and API keys replaced by ``***``."""
+    for secret in sorted(_HIDDEN, key=len, reverse=True):
+        text = text.replace(secret, "***")
+    return mask_secrets(text)
+
+
 def say(text: str) -> None:
-    print(f"[smoke {time.strftime('%H:%M:%S')}] {text}", flush=True)
+    print(masked(f"[smoke {time.strftime('%H:%M:%S')}] {text}"), flush=True)
 
 
 def run(argv: list[str], *, env: dict[str, str] | None = None, timeout: float = 900, check: bool = True) -> str:
@@ -349,6 +366,7 @@ def main() -> int:
     )
     auth = f"smoke:{secrets.token_urlsafe(16)}"
     password = secrets.token_urlsafe(24)
+    hide(password, auth, auth.partition(":")[2], base64.b64encode(auth.encode()).decode())
     env = {
         **os.environ,
         **{k: str(v) for k, v in host_env.items()},
@@ -416,8 +434,8 @@ def main() -> int:
     except Exception as e:  # noqa: BLE001 - any failure is reported as the one FAIL line
         if stack_up:
             logs = subprocess.run([*compose, "logs", "--tail", "60"], cwd=ROOT, env=env, capture_output=True, text=True)
-            print(logs.stdout[-12000:], file=sys.stderr)
-        print(f"compose smoke: FAIL after {time.monotonic() - started:.0f} s: {e}", flush=True)
+            print(masked(logs.stdout[-12000:]), file=sys.stderr)
+        print(masked(f"compose smoke: FAIL after {time.monotonic() - started:.0f} s: {e}"), flush=True)
         return 1
     finally:
         if stack_up and not os.environ.get("SMOKE_KEEP"):

@@ -81,9 +81,16 @@ def submit(
                 hint = " — submit --rerun to run it again" if a.state in ("failed", "unmet", "cancelled") else ""
                 note = f" (already submitted, {a.state}: not queued again{hint})"
             err.print(literal(f"line {a.line} → job {a.job_id}{note}"), highlight=False)
-        err.print(literal(f"batch {report.batch} (jobs --batch {report.batch})"), highlight=False)
+        if report.queued:
+            err.print(literal(f"batch {report.batch} (jobs --batch {report.batch})"), highlight=False)
+        else:
+            err.print(literal("no job queued: no batch was made" + (" (every line was rejected)" if not report.accepted
+                                                                     else " (every job was submitted before)")),
+                      highlight=False)
     code = report.exit_code
     payload: dict[str, Any] = report.model_dump(mode="json")
+    if not report.queued:
+        payload["batch"] = None  # nothing joined it: `jobs --batch` would answer "no batch"
     if wait and report.accepted:
         ids = list(dict.fromkeys(a.job_id for a in report.accepted))
         records, timed_out = _wait(ledger, settings, ids, timeout, tty=not as_json and sys.stderr.isatty())
@@ -183,15 +190,18 @@ def _say_timeout(records: list[JobRecord], settings: Settings, timeout: float) -
 
 def _summary_table(records: list[JobRecord], settings: Settings) -> None:
     table = Table(title="jobs")
-    for col in ("job", "state", "attempts", "artifacts", "time", "reason"):
+    for col in ("job", "state", "attempts", "artifacts", "output folder", "time", "reason"):
         table.add_column(col, overflow="fold")
+    folders = []
     for r in records:
         s = summary(r, settings)
+        folders.append(s["out_dir"])
         table.add_row(
             literal(r.job_id),
             Text(s["state"], style=COLOURS.get(s["state"], "white")),
             str(r.attempts),
             literal(", ".join(map(str, s["artifacts"])) or "-"),
+            literal(s["out_dir"]),
             f"{s['seconds']:.1f} s",
             literal(r.reason or "-"),
         )
@@ -199,3 +209,6 @@ def _summary_table(records: list[JobRecord], settings: Settings) -> None:
     out.print(table)
     counts = _counts(records, settings)
     out.print(" ".join(f"{k}: {counts.get(k, 0)}" for k in ("done", "unmet", "failed", "cancelled")), highlight=False)
+    roots = {str(Path(f).parent) for f in folders}
+    where = "files: in each job's output folder" + (f" under {roots.pop()}" if len(roots) == 1 else "")
+    out.print(literal(f"{where} (on another machine: jobs ID --download DIR)"), highlight=False)

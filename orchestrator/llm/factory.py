@@ -15,6 +15,7 @@ from pathlib import Path
 from orchestrator.config import ModelSettings
 from orchestrator.errors import ConfigError
 from orchestrator.llm.cache import ResponseCache
+from orchestrator.llm.headers import passed_over
 from orchestrator.llm.interface import ChatModel
 from orchestrator.llm.openai_client import OpenAIChatModel
 from orchestrator.llm.scenario import Scenario, load_scenario
@@ -105,8 +106,9 @@ def open_scripted_model(
     if trace_path is None and os.environ.get(TRACE_ENV):
         trace_path = Path(os.environ[TRACE_ENV])
     server = start_scenario_server(scenario, trace_path=trace_path)
+    model: OpenAIChatModel | None = None
     try:
-        with OpenAIChatModel(
+        model = OpenAIChatModel(
             server.model_name,
             settings,
             api_key=SCRIPTED_API_KEY,
@@ -115,14 +117,18 @@ def open_scripted_model(
             cache=cache,
             cache_identity=scenario_identity(scenario),
             cursor=cursor,
-        ) as model:
+        )
+        with model:
             yield model, server
     finally:
         server.close()
-        if server.failures or (server.steps_left and not partial):
+        # A turn answered from the response cache played its step: a goal run again from the cache is not unfinished.
+        from_cache = passed_over(model.cursor) if model is not None else 0
+        steps_left = max(0, server.steps_left - from_cache)
+        if server.failures or (steps_left and not partial):
             log.warning(
                 "scripted.unfinished",
                 scenario=scenario.source,
-                steps_left=server.steps_left,
+                steps_left=steps_left,
                 failures=len(server.failures),
             )

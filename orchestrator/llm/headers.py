@@ -35,6 +35,11 @@ def pass_over(cursor: str | None, purpose: str) -> str:
     return position + "".join(f"+{p}={n}" for p, n in passes.items())
 
 
+def passed_over(cursor: str | None) -> int:
+    """How many turns ``cursor`` counts as answered from the cache that its server has not yet been told of."""
+    return sum(split_cursor(cursor or "")[1].values())
+
+
 def split_cursor(cursor: str) -> tuple[str, dict[str, int]]:
     """``(position, {purpose: turns answered from the cache since})`` of a cursor; text that does not parse is all
     position (the server judges it)."""

@@ -114,6 +114,12 @@ class OpenAIChatModel:
         hooks: dict[str, list[Callable[..., Any]]] = {"request": [send_cursor], "response": [take_cursor]}
         return openai.DefaultHttpxClient(trust_env=not loopback, event_hooks=hooks)
 
+    def pass_over(self, purpose: Purpose, turns: int = 1) -> None:
+        """Count ``turns`` of ``purpose`` as answered without asking (a verdict reused from an earlier run), as a
+        reply from the response cache is counted: a scripted server passes over their steps."""
+        for _ in range(max(0, turns)):
+            self.cursor = orch_headers.pass_over(self.cursor, purpose)
+
     # --- ChatModel --------------------------------------------------------------------------------
 
     def complete(

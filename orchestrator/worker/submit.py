@@ -75,6 +75,11 @@ class SubmitReport(BaseModel):
     rejected: list[Rejected] = []
 
     @property
+    def queued(self) -> bool:
+        """A job joined the batch (a duplicate line joins none): only then does ``jobs --batch`` know it."""
+        return any(not a.duplicate for a in self.accepted)
+
+    @property
     def exit_code(self) -> int:
         return 1 if self.rejected else 0
 

@@ -124,6 +124,9 @@ def _semantic(
     cached = rt.store.get_verdict(key) if rt.store is not None else None
     if cached is not None:
         rt.emit("validate.reused", job=state.job_id)
+        # The verdict's requests were played for it: a scripted model passes over their steps.
+        asked = int(cached.get("model_calls") or 0) + int(cached.get("response_cache_hits") or 0)
+        rt.pass_over("semantic", max(1, asked))
         return ValidationReport.model_validate(
             {
                 **cached,

@@ -73,6 +73,12 @@ class Runtime:
         position = getattr(self.model, "cursor", None)
         return position if isinstance(position, str) else default
 
+    def pass_over(self, purpose: Purpose, turns: int) -> None:
+        """Turns of ``purpose`` answered without the model (a reused verdict): a scripted model passes over them."""
+        skip = getattr(self.model, "pass_over", None)
+        if callable(skip):
+            skip(purpose, turns)
+
     @property
     def model_seconds(self) -> float:
         """Wall time spent inside model calls through this runtime."""
@@ -98,6 +104,11 @@ class TimedModel:
         """The wrapped model's conversation position, when it tracks one."""
         position = getattr(self._model, "cursor", None)
         return position if isinstance(position, str) else None
+
+    def pass_over(self, purpose: Purpose, turns: int) -> None:
+        skip = getattr(self._model, "pass_over", None)
+        if callable(skip):
+            skip(purpose, turns)
 
     def complete(
         self,

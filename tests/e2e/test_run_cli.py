@@ -72,6 +72,10 @@ def test_a_second_run_replays_an_identical_script_run_without_a_container(cli_en
         proc = run_cli("run", "--skills", "skills", "--out", str(tmp_path / f"out{n}"), "--model",
                        f"scripted:{SCENARIO}", "--json", env=cli_env)
         results.append(json.loads(proc.stdout))
+        # the second run's replies come from the response cache and its verdict from the memo: the script was
+        # played all the same, so nothing warns that steps were left over
+        assert "scripted.unfinished" not in proc.stderr, proc.stderr
+    assert results[1]["metrics"]["tokens_in"] == 0 and results[1]["validation"]["pass"] is True
     # the first run: the script, then the thumbnail of deck.pptx; the second run restores both from the memo
     assert results[0]["metrics"]["containers"] == 2 and results[1]["metrics"]["containers"] == 0
     assert results[1]["metrics"]["memo_hits"] >= 1

@@ -65,6 +65,27 @@ def test_a_job_id_submitted_twice_runs_once(batch: tuple[Cluster, int, dict]) ->
     assert [h["phase"] for h in cluster.job("batch-a")["history"]] == ["plan", "act:0", "reflect"]
 
 
+def test_the_wait_summary_says_where_each_jobs_files_are(batch: tuple[Cluster, int, dict]) -> None:
+    cluster = batch[0]
+    again = cluster.cli("submit", "-", *WAIT, stdin=goal_line("batch-a"))
+    assert again.returncode == 0, again.stderr
+    assert "output folder" in again.stdout and str(cluster.output_root / "batch-a") in again.stdout
+    assert f"files: in each job's output folder under {cluster.output_root}" in again.stdout
+    assert "no job queued: no batch was made (every job was submitted before)" in again.stderr
+
+
+def test_a_submit_whose_every_line_is_rejected_names_no_batch(shared_cluster: Cluster) -> None:
+    lines = '{"goal": ""}\nnot json\n'
+    text = shared_cluster.cli("submit", "-", stdin=lines)
+    assert text.returncode == 1
+    assert "line 1 rejected" in text.stderr and "line 2 rejected" in text.stderr
+    assert "jobs --batch" not in text.stderr and "no job queued" in text.stderr
+    as_json = shared_cluster.cli("submit", "-", "--json", stdin=lines)
+    report = json.loads(as_json.stdout)
+    assert as_json.returncode == 1 and report["batch"] is None and report["accepted"] == []
+    assert [r["line"] for r in report["rejected"]] == [1, 2]
+
+
 def test_jobs_trace_prints_the_goal_span_tree_from_the_ledger(batch: tuple[Cluster, int, dict]) -> None:
     cluster = batch[0]
     trace = json.loads(cluster.cli("jobs", "batch-a", "--trace", "--json").stdout)
