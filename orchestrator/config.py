@@ -28,7 +28,7 @@ CONFIG_ENV = "ORCH_CONFIG"
 
 
 class _Section(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class Budgets(_Section):
@@ -343,7 +343,7 @@ class Settings(BaseSettings):
     """All settings of one process. Build with :func:`load_settings`; pass it down explicitly."""
 
     model_config = SettingsConfigDict(
-        env_prefix="ORCH_", env_nested_delimiter="__", extra="forbid", frozen=True
+        env_prefix="ORCH_", env_nested_delimiter="__", extra="forbid", frozen=True, use_attribute_docstrings=True
     )
 
     limits: Budgets = Budgets()

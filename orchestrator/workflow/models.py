@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError, computed_field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field
 
 from orchestrator.act.evidence import THUMBNAILS
 from orchestrator.act.models import ActMetrics, ActResult, Artifact, Disclosure, Unmet
@@ -100,6 +100,8 @@ class PointScore(BaseModel):
 
 class GoalResult(BaseModel):
     """The overall result of a goal (what ``run --json`` prints)."""
+
+    model_config = ConfigDict(use_attribute_docstrings=True)  # the field docstrings document the result's schema
 
     job_id: str
     goal: str

@@ -73,7 +73,7 @@ class BudgetOverrides(BaseModel):
 class GoalRequest(BaseModel):
     """One goal: a goal line, or ``run``'s options. Only ``goal`` is required."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", use_attribute_docstrings=True)
 
     goal: str
     skills: str | None = None
