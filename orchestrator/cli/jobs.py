@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Annotated, Any
 
+import redis
 import typer
 from rich.live import Live
 from rich.table import Table
@@ -15,7 +16,7 @@ from rich.tree import Tree
 
 from orchestrator.cli.common import emit_json, fail, state
 from orchestrator.cli.job_control import cancel_job, download_job, rerun_job
-from orchestrator.cli.ledger_access import console, literal, open_ledger
+from orchestrator.cli.ledger_access import Outage, console, literal, open_ledger
 from orchestrator.cli.submit import COLOURS
 from orchestrator.config import Settings
 from orchestrator.errors import ConfigError, OrchestratorError
@@ -187,11 +188,22 @@ def _jobs_table(records: list[JobRecord], settings: Settings, *, title: str) -> 
 
 
 def _watch(ledger: Ledger, settings: Settings, job_id: str | None, limit: int, state_filter: str | None) -> None:
+    outage = Outage(settings, "jobs")
+    shown: list[Table] = [Table(title="waiting for Redis")]
+
     def render() -> Any:
-        if job_id is None:
-            records = _listing(ledger, settings, limit, state_filter)
-            return _jobs_table(records, settings, title=_title(records, state_filter))
-        return _jobs_table([r for r in [ledger.get(job_id)] if r is not None], settings, title=job_id)
+        try:
+            if job_id is None:
+                records = _listing(ledger, settings, limit, state_filter)
+                table = _jobs_table(records, settings, title=_title(records, state_filter))
+            else:
+                table = _jobs_table([r for r in [ledger.get(job_id)] if r is not None], settings, title=job_id)
+            outage.back()
+            shown[0] = table
+        except redis.RedisError as e:  # a restart or a dropped connection: say so once, keep the last table
+            outage.lost(e)
+            shown[0].title = f"Redis unreachable for {outage.seconds():.0f} s: the table as last read"
+        return shown[0]
 
     try:
         with Live(render(), console=console(), refresh_per_second=2) as live:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import sys
+import time
 
 import redis
 from rich.console import Console
 from rich.text import Text
 
-from orchestrator.cli.common import plain
+from orchestrator.cli.common import notice, plain
 from orchestrator.config import Settings
 from orchestrator.errors import ConfigError
 from orchestrator.logs import mask_secrets
@@ -42,3 +43,31 @@ def literal(value: object) -> Text:
     """A goal, a reason or a file name as the worker stored it: shown literally (no markup, control characters
     escaped, secrets masked), on one line."""
     return Text(plain(mask_secrets(str(value))).replace("\n", "\\n"))
+
+
+class Outage:
+    """Redis lost while a command follows jobs (``submit --wait``, ``jobs --watch``): one line when it goes, one when
+    it is back; the command keeps trying meanwhile instead of dying with a traceback."""
+
+    def __init__(self, settings: Settings, command: str) -> None:
+        self._where = mask_secrets(settings.broker_url)
+        self._command = command
+        self.since: float | None = None
+
+    def lost(self, error: redis.RedisError) -> None:
+        if self.since is not None:
+            return
+        self.since = time.monotonic()
+        notice(f"{self._command}.redis_lost",
+               f"lost Redis at {self._where} ({plain(str(error))[:200]}): the jobs go on; still waiting, retrying "
+               f"every second", level="warning")
+
+    def back(self) -> None:
+        if self.since is None:
+            return
+        notice(f"{self._command}.redis_back", f"Redis is back after {self.seconds():.0f} s: waiting goes on",
+               gone_s=round(self.seconds(), 1))
+        self.since = None
+
+    def seconds(self) -> float:
+        return 0.0 if self.since is None else time.monotonic() - self.since

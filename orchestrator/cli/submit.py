@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 from typing import Annotated, Any
 
+import redis
 import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -14,7 +15,7 @@ from rich.table import Table
 from rich.text import Text
 
 from orchestrator.cli.common import emit_json, fail, notice, state
-from orchestrator.cli.ledger_access import console, literal, open_ledger
+from orchestrator.cli.ledger_access import Outage, console, literal, open_ledger
 from orchestrator.config import Settings
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.worker.ledger import TERMINAL, JobRecord, Ledger
@@ -24,6 +25,9 @@ from orchestrator.workflow.steps import new_job_id
 
 EXIT_TIMEOUT = 3
 """``submit --wait --timeout S`` ended before every job did."""
+REDIS_OUTAGE_S = 600.0
+"""``submit --wait`` rides out a Redis outage this long (a restart, a dropped connection), then stops waiting
+(exit ``EXIT_TIMEOUT``; the jobs go on)."""
 PROGRESS_EVERY_S = 5.0
 """Off a terminal, a progress line this often (a CI log shows the batch moving)."""
 COLOURS = {"done": "green", "unmet": "yellow", "failed": "red", "cancelled": "magenta", "stalled": "red"}
@@ -93,14 +97,16 @@ def submit(
         payload["batch"] = None  # nothing joined it: `jobs --batch` would answer "no batch"
     if wait and report.accepted:
         ids = list(dict.fromkeys(a.job_id for a in report.accepted))
-        records, timed_out = _wait(ledger, settings, ids, timeout, tty=not as_json and sys.stderr.isatty())
+        records, stopped = _wait(ledger, settings, ids, timeout, tty=not as_json and sys.stderr.isatty())
         payload["jobs"] = [summary(r, settings) for r in records]
-        payload["timed_out"] = timed_out
+        payload["timed_out"] = stopped is not None
+        if stopped == "redis":
+            payload["redis_unreachable"] = True
         if any(r.state != "done" for r in records):
             code = 1
-        if timed_out:
+        if stopped is not None:
             code = EXIT_TIMEOUT
-            _say_timeout(records, settings, timeout)
+            _say_timeout(records, settings, timeout if stopped == "timeout" else REDIS_OUTAGE_S, stopped)
         if not as_json:
             _summary_table(records, settings)
     if as_json:
@@ -130,11 +136,12 @@ def _counts(records: list[JobRecord], settings: Settings) -> dict[str, int]:
 
 def _wait(
     ledger: Ledger, settings: Settings, ids: list[str], timeout: float, *, tty: bool
-) -> tuple[list[JobRecord], bool]:
-    """Poll the ledger until every job ended (``(records, False)``) or the timeout passed (``(records, True)``).
+) -> tuple[list[JobRecord], str | None]:
+    """Poll the ledger until every job ended (``(records, None)``), the timeout passed (``"timeout"``) or Redis stayed
+    unreachable for ``REDIS_OUTAGE_S`` (``"redis"``; the records as last read).
 
     On a terminal a progress bar; otherwise a line every ``PROGRESS_EVERY_S``. Either way, a line as soon as no
-    live worker consumes the queue (and when one does again)."""
+    live worker consumes the queue (and when one does again), and one when Redis is lost (and when it is back)."""
     started = time.monotonic()
     deadline = started + timeout if timeout > 0 else None
     progress = Progress(
@@ -144,25 +151,37 @@ def _wait(
     last_line = 0.0
     last_note: str | None = None
     last_note_check = -1e9
+    outage = Outage(settings, "submit")
+    records: list[JobRecord] = []
     with progress:
         bar = progress.add_task("jobs", total=len(ids))
         while True:
-            records = [r for i in ids if (r := ledger.get(i)) is not None]
+            now = time.monotonic()
+            try:
+                records = [r for i in ids if (r := ledger.get(i)) is not None]
+                if now - last_note_check >= 5:
+                    last_note_check = now
+                    note = no_worker_note(ledger)
+                    if note != last_note:
+                        text = note or "a live worker consumes the queue again"
+                        notice("submit.workers", f"{text}", level="warning" if note else "info")
+                        last_note = note
+                outage.back()
+            except redis.RedisError as e:
+                outage.lost(e)
+                if deadline is not None and now > deadline:
+                    return records, "timeout"
+                if outage.seconds() > REDIS_OUTAGE_S:
+                    return records, "redis"
+                time.sleep(1.0)
+                continue
             ended = sum(1 for r in records if r.state in TERMINAL)
             counts = " ".join(f"{k} {v}" for k, v in sorted(_counts(records, settings).items()))
             progress.update(bar, completed=ended, description=counts)
-            now = time.monotonic()
             if ended == len(ids):
-                return records, False
+                return records, None
             if deadline is not None and now > deadline:
-                return records, True
-            if now - last_note_check >= 5:
-                last_note_check = now
-                note = no_worker_note(ledger)
-                if note != last_note:
-                    text = note or "a live worker consumes the queue again"
-                    notice("submit.workers", f"{text}", level="warning" if note else "info")
-                    last_note = note
+                return records, "timeout"
             if not tty and now - last_line >= PROGRESS_EVERY_S:
                 last_line = now
                 notice("submit.progress", f"{ended}/{len(ids)} ended after {now - started:.0f} s: {counts}",
@@ -170,7 +189,7 @@ def _wait(
             time.sleep(0.5)
 
 
-def _say_timeout(records: list[JobRecord], settings: Settings, timeout: float) -> None:
+def _say_timeout(records: list[JobRecord], settings: Settings, timeout: float, why: str = "timeout") -> None:
     waiting = []
     for r in records:
         if r.state in TERMINAL:
@@ -180,7 +199,8 @@ def _say_timeout(records: list[JobRecord], settings: Settings, timeout: float) -
         waiting.append(f"{r.job_id} {shown}{where}")
     notice(
         "submit.timeout",
-        f"timed out after {timeout:g} s; {len(waiting)} job(s) not ended: {', '.join(waiting)} "
+        (f"timed out after {timeout:g} s" if why == "timeout" else f"stopped waiting: Redis unreachable for "
+         f"{timeout:g} s") + f"; {len(waiting)} job(s) not ended (as last seen): {', '.join(waiting)} "
         f"(they go on: follow them with `jobs`)",
         level="warning",
         not_ended=[w.split(" ")[0] for w in waiting],
