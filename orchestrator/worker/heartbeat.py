@@ -1,6 +1,6 @@
 """Liveness without Celery's help: a heartbeat thread per running phase, and a sweep thread in every worker.
 
-Redis redelivers the task of a dead worker only after the visibility timeout (an hour); the ledger notices in
+Redis redelivers the task of a dead worker only after the visibility timeout (hours, limits.py); the ledger notices in
 about ``stale_after_s`` instead: a running job's heartbeat stops, a live worker's sweep takes the job over (attempts
 + 1, the old lease dropped, its sandbox containers killed) and queues the phase again.
 """

@@ -42,10 +42,28 @@ def hard_limit_s(settings: Settings, phase: PhaseKind, steps: int = MAX_STEPS_FO
     return soft_limit_s(settings, phase, steps) + max(30.0, settings.worker.time_limit_margin_s)
 
 
+VISIBILITY_MARGIN_S = 600.0
+MIN_VISIBILITY_S = 3600.0
+
+
+def at_ceilings(settings: Settings) -> Settings:
+    """``settings`` with the largest time budgets a goal line may ask for: each of ``time_budget_ms`` and
+    ``script_timeout_s`` at its ceiling (or at the deployment's default, when that is larger)."""
+    limits, ceilings = settings.limits, settings.ceilings
+    widest = limits.model_copy(update={
+        "time_budget_ms": max(limits.time_budget_ms, ceilings.time_budget_ms),
+        "script_timeout_s": max(limits.script_timeout_s, ceilings.script_timeout_s),
+    })
+    return settings.model_copy(update={"limits": widest})
+
+
 def visibility_timeout_s(settings: Settings) -> float:
-    """Longer than any phase may run: Redis redelivers an unacknowledged task only after this, so a slow phase is
-    never handed to a second worker while the first still runs it."""
-    return max(3600.0, hard_limit_s(settings, PhaseKind.REFLECT) + 600)
+    """Longer than any phase of any accepted goal may run: the hard limit of the longest phase (Reflect, re-running
+    ``MAX_STEPS_FOR_LIMITS`` steps) with every time budget at its ceiling, plus ``VISIBILITY_MARGIN_S`` (an hour at
+    least). Redis redelivers an unacknowledged task only after this, so a slow phase is never handed to a second
+    worker while the first still runs it; and every budget within the ceilings is accepted. (A dead worker's phase
+    is taken over by the ledger after ``worker.stale_after_s``, long before.)"""
+    return max(MIN_VISIBILITY_S, hard_limit_s(at_ceilings(settings), PhaseKind.REFLECT) + VISIBILITY_MARGIN_S)
 
 
 class SoftLimitReached(BaseException):

@@ -1,0 +1,73 @@
+"""One time model: the ceilings, each phase's time limits and the broker's visibility timeout agree. Every budget
+the ceilings allow is accepted (and its phases end before Redis would hand them to a second worker); the visibility
+timeout the Celery app uses is the one derived from the ceilings."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+from worker_helpers import REPO, Cluster, goal_line
+
+from orchestrator.config import load_settings
+from orchestrator.worker.celery_app import create_app
+from orchestrator.worker.limits import hard_limit_s, visibility_timeout_s
+from orchestrator.worker.submit import parse_lines
+from orchestrator.workflow.phases import PhaseKind
+from orchestrator.workflow.request import BudgetOverrides, budgeted
+
+
+def _settings(tmp_path: Path, **overrides: object):
+    return load_settings(skills_dir=REPO / "skills", output_root=tmp_path / "out", scenario_dirs=[REPO], **overrides)
+
+
+def test_the_budgets_refused_last_round_are_accepted(tmp_path: Path) -> None:
+    settings = _settings(tmp_path)
+    lines = [
+        goal_line("t1", budgets={"time_budget_ms": 300_000}),
+        goal_line("t2", budgets={"script_timeout_s": 120}),
+        goal_line("t3", budgets={"time_budget_ms": settings.ceilings.time_budget_ms,
+                                 "script_timeout_s": settings.ceilings.script_timeout_s}),
+    ]
+    good, bad = parse_lines(lines, settings)
+    assert bad == [] and [g.line for g in good] == [1, 2, 3]
+    over = goal_line("t4", budgets={"time_budget_ms": settings.ceilings.time_budget_ms + 1})
+    _, refused = parse_lines([over], settings)
+    assert "over the ceiling" in refused[0].reason  # what still refuses a budget is the ceiling, named as such
+
+
+@hypothesis_settings(max_examples=60, deadline=None)
+@given(
+    ceiling_ms=st.integers(1_000, 20_000_000),
+    ceiling_script_s=st.floats(1, 10_000),
+    asked_share=st.floats(0.001, 1.0),
+    request_timeout_s=st.floats(1, 3_600),
+    retries=st.integers(0, 5),
+    margin_s=st.floats(0, 2_000),
+)
+def test_every_phase_of_a_budget_within_the_ceilings_ends_before_the_visibility_timeout(
+    ceiling_ms: int, ceiling_script_s: float, asked_share: float, request_timeout_s: float, retries: int,
+    margin_s: float,
+) -> None:
+    settings = load_settings(
+        ceilings={"time_budget_ms": ceiling_ms, "script_timeout_s": ceiling_script_s},
+        model={"request_timeout_s": request_timeout_s, "max_retries": retries},
+        worker={"time_limit_margin_s": margin_s},
+    )
+    asked = BudgetOverrides(time_budget_ms=max(1, int(ceiling_ms * asked_share)),
+                            script_timeout_s=ceiling_script_s * asked_share)
+    job = budgeted(settings, asked)
+    visibility = visibility_timeout_s(settings)
+    for phase in (PhaseKind.PLAN, PhaseKind.ACT, PhaseKind.REFLECT):
+        assert hard_limit_s(job, phase) < visibility
+    assert create_app(settings).conf.broker_transport_options["visibility_timeout"] == visibility
+
+
+def test_a_goal_with_budgets_at_the_ceilings_runs_on_a_worker(shared_cluster: Cluster) -> None:
+    line = goal_line("at-the-ceilings", budgets={"time_budget_ms": 600_000, "script_timeout_s": 120})
+    done = shared_cluster.cli("submit", "-", "--wait", "--timeout", "300", "--json", stdin=line, timeout=360)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [j["state"] for j in json.loads(done.stdout)["jobs"]] == ["done"]
