@@ -12,9 +12,11 @@ from rich.console import Console
 from rich.text import Text
 
 from orchestrator.cli.common import emit_json, fail, notice, plain, state
+from orchestrator.config import Settings
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.logs import dumps_safe, mask_value
 from orchestrator.workflow.evidence import run_evidence_dir, save_evidence
+from orchestrator.workflow.models import GoalResult
 from orchestrator.workflow.outputs import check_input_files, check_output_dir, check_zip_target
 from orchestrator.workflow.request import GoalRequest, budgeted, default_inputs, parse_budgets, scenario_of
 from orchestrator.workflow.run import GoalInterrupted, bundle_zip
@@ -101,15 +103,8 @@ def run_goal(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the overall result as JSON.")] = False,
 ) -> None:
-    overrides: dict[str, Any] = {}
-    if qa_mode is not None:
-        overrides["qa"] = {"mode": qa_mode}
-    if profile is not None:
-        overrides["model"] = {"profile": profile}
-    if response is not None:
-        overrides["supervisor"] = {"response": response.upper()}
     try:
-        settings = state(ctx).settings(**overrides)
+        settings = state(ctx).settings(**_setting_overrides(qa_mode, profile, response))
         model_spec = model or settings.model.name
         request = _request(goal, model_spec, inputs, constraints, budget or [])
         settings = budgeted(settings, request.budgets)
@@ -117,20 +112,7 @@ def run_goal(
         if model is None:
             notice("cli.model", f"using model {model_spec} (the default; choose one with --model or ORCH_MODEL)",
                    model=model_spec)
-        console = Console(stderr=True, soft_wrap=True)
-        spec = RuntimeSpec(settings, skills, model_spec, use_memo=not no_memo, on_event=_progress_printer(console))
-        with Runtimes() as runtimes, runtimes.open(spec) as rt:
-            if not rt.library.l1_index():
-                raise ConfigError(
-                    f"no skills found in {skills}",
-                    where="cli",
-                    next_step="pass --skills DIR holding skill folders (each with a SKILL.md)",
-                )
-            try:
-                result = run_workflow(request, out, rt)
-            except GoalInterrupted as stopped:
-                _kept(stopped.result, settings.cache_dir)
-                raise typer.Exit(stopped.exit_code) from None
+        result = _run_in_process(request, settings, skills, out, model_spec, use_memo=not no_memo)
         if zip_path is not None:
             job_copy = settings.cache_dir / "jobs" / result.job_id / "published"
             result.bundle = str(bundle_zip(result, zip_path, job_copy if job_copy.is_dir() else None))
@@ -142,6 +124,38 @@ def run_goal(
     else:
         _print_human(result)
     raise typer.Exit(0 if result.status == "done" else 1)
+
+
+def _setting_overrides(qa_mode: str | None, profile: str | None, response: str | None) -> dict[str, Any]:
+    """The settings ``run``'s options change (over the file and the environment)."""
+    overrides: dict[str, Any] = {}
+    if qa_mode is not None:
+        overrides["qa"] = {"mode": qa_mode}
+    if profile is not None:
+        overrides["model"] = {"profile": profile}
+    if response is not None:
+        overrides["supervisor"] = {"response": response.upper()}
+    return overrides
+
+
+def _run_in_process(
+    request: GoalRequest, settings: Settings, skills: Path, out: Path, model_spec: str, *, use_memo: bool
+) -> GoalResult:
+    """The goal run by the embedded driver; an interrupted run keeps its evidence and exits 130/143."""
+    console = Console(stderr=True, soft_wrap=True)
+    spec = RuntimeSpec(settings, skills, model_spec, use_memo=use_memo, on_event=_progress_printer(console))
+    with Runtimes() as runtimes, runtimes.open(spec) as rt:
+        if not rt.library.l1_index():
+            raise ConfigError(
+                f"no skills found in {skills}",
+                where="cli",
+                next_step="pass --skills DIR holding skill folders (each with a SKILL.md)",
+            )
+        try:
+            return run_workflow(request, out, rt)
+        except GoalInterrupted as stopped:
+            _kept(stopped.result, settings.cache_dir)
+            raise typer.Exit(stopped.exit_code) from None
 
 
 def _request(

@@ -35,6 +35,8 @@ HOMES = {
 """The one definition of each single-home rule: a second ``def``/``class``/assignment of the name anywhere fails."""
 MAX_LINES = {"workflow/machine.py": 100, "worker/phases.py": 300}
 MODULE_MAX_LINES = 600
+FUNCTION_MAX_LINES = 90
+"""From ``def`` to the last line of the body: a longer function is split into named steps."""
 
 
 def _modules() -> list[tuple[str, ast.Module]]:
@@ -102,6 +104,21 @@ def test_the_goal_machine_and_the_worker_shell_stay_small_and_no_module_grows_pa
     assert {m: n for m, n in sizes.items() if n > MAX_LINES.get(m, MODULE_MAX_LINES)} == {}
 
 
+def _long_functions(modules: list[tuple[str, ast.Module]]) -> list[str]:
+    return [
+        f"{name}:{node.lineno} {node.name} is {node.end_lineno - node.lineno + 1} lines"
+        for name, tree in modules
+        for node in ast.walk(tree)
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.end_lineno is not None
+        and node.end_lineno - node.lineno + 1 > FUNCTION_MAX_LINES
+    ]
+
+
+def test_no_function_grows_past_the_limit() -> None:
+    assert _long_functions(_modules()) == []
+
+
 def test_the_checks_can_fail() -> None:
     tree = ast.parse('"""doc: act:1, end and X-Orch-Job are fine here"""\nA = f"act:{1}"\nB = {"end": "end"}\n'
                      'H = "X-Orch-Job"\n')
@@ -109,3 +126,6 @@ def test_the_checks_can_fail() -> None:
         "a phase token", "an Act token", "an X-Orch-* header name"
     ]
     assert "job_id_ok" in _definitions(ast.parse("def job_id_ok(x):\n    return x\n"))
+    body = "\n".join(f"    x{i} = {i}" for i in range(FUNCTION_MAX_LINES))
+    long = ast.parse(f"def long():\n{body}\n\nclass C:\n    async def short(self):\n        return 1\n")
+    assert _long_functions([("x.py", long)]) == [f"x.py:1 long is {FUNCTION_MAX_LINES + 1} lines"]
