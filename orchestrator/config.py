@@ -67,6 +67,21 @@ class JobInputSettings(_Section):
     ttl_s: int = Field(7 * 24 * 3600, ge=60, description="how long an input's bytes stay in Redis")
 
 
+class ApiSettings(_Section):
+    """The producers' front door (``python -m orchestrator api``): where it listens, its caps, default quotas."""
+
+    host: str = "127.0.0.1"
+    port: int = Field(8400, ge=1, le=65535)
+    max_lines: int = Field(1000, ge=1, description="goal lines in one POST /v1/jobs")
+    max_body_mb: float = Field(256, gt=0, description="bytes of one request body (lines and input files)")
+    max_files: int = Field(200, ge=0, description="input file parts in one POST /v1/jobs")
+    max_active_jobs: int = Field(200, ge=1, description="a producer's jobs queued or running (a key may set its own)")
+    max_input_mb: float = Field(
+        4096, gt=0, description="input bytes a producer's jobs keep in Redis (a key may set its own)"
+    )
+    list_max: int = Field(1000, ge=1, description="the most jobs one GET /v1/jobs lists")
+
+
 class LimitProfile(_Section):
     """A heavier set of container limits for skills that declare an operation (``metadata.operations``).
 
@@ -369,6 +384,7 @@ class Settings(BaseSettings):
     demos); a worker reads no scenario file outside them (``ORCH_SCENARIO_DIRS='["/srv/scenarios"]'``)."""
     ceilings: Ceilings = Ceilings()
     job_inputs: JobInputSettings = JobInputSettings()
+    api: ApiSettings = ApiSettings()
     log_level: str = "INFO"
     log_json: bool = True
 

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import typer
 
-from orchestrator.cli import bench, cache, compose, jobs, llm, run, sandbox, skills, submit, validate
+from orchestrator.cli import api, bench, cache, compose, jobs, keys, llm, run, sandbox, skills, submit, validate
 from orchestrator.cli.common import CliState
 from orchestrator.logs import LEVELS, check_level
 
@@ -108,6 +108,8 @@ app.command(
     epilog=JOBS_EPILOG,
 )(jobs.jobs)
 app.command("worker", help="Run a Celery worker for the Plan/Act/Reflect tasks.", epilog=WORKER_EPILOG)(jobs.worker)
+app.command("api", help="Serve the producers' HTTP API (keys from `keys create`).")(api.serve)
+app.add_typer(keys.app, name="keys", help="Producers' API keys: create (printed once), list, revoke.")
 app.command("scripted-llm", help="Serve a scripted scenario (or a recording) as an OpenAI-compatible endpoint.")(
     llm.scripted_llm
 )

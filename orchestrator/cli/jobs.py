@@ -14,6 +14,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from orchestrator.api.views import batch_view, job_view
 from orchestrator.cli.common import emit_json, fail, state
 from orchestrator.cli.job_control import cancel_job, download_job, rerun_job
 from orchestrator.cli.ledger_access import Outage, console, literal, open_ledger
@@ -127,19 +128,7 @@ def _listing(ledger: Ledger, settings: Settings, limit: int, state_filter: str |
 
 
 def _record_json(ledger: Ledger, settings: Settings, record: JobRecord) -> dict[str, Any]:
-    shown = summary(record, settings, note=no_worker_note(ledger) if record.state == "queued" else None)
-    data = record.model_dump(mode="json")
-    data.update(
-        state=shown["state"],
-        ledger_state=record.state,
-        out_dir=shown["out_dir"],
-        evidence_path=shown["evidence_path"],
-        earlier_runs=[summary(r, settings) for r in ledger.earlier_runs(record.job_id, record.run)],
-    )
-    for key in ("stalled_since", "note"):
-        if key in shown:
-            data[key] = shown[key]
-    return data
+    return job_view(ledger, settings, record)
 
 
 def _show_batch(ledger: Ledger, settings: Settings, batch: str, report: Path | None, *, as_json: bool) -> None:
@@ -151,8 +140,7 @@ def _show_batch(ledger: Ledger, settings: Settings, batch: str, report: Path | N
 
         write_report(report, batch, records, facts, settings)
     if as_json:
-        emit_json({"batch": batch, **facts, "report": str(report) if report else None,
-                   "jobs": [summary(r, settings) for r in records]})
+        emit_json(batch_view(settings, batch, records, str(report) if report else None))
         return
     out = console()
     out.print(_jobs_table(records, settings, title=f"batch {batch}: {len(records)} jobs"))

@@ -19,7 +19,7 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 
 
 def blob_key(sha256: str) -> str:
-    if not _SHA256.match(sha256):
+    if not isinstance(sha256, str) or not _SHA256.fullmatch(sha256):
         raise ConfigError(f"not a sha256: {sha256[:80]!r}", where="blobs")
     return f"{KEY_PREFIX}{sha256}"
 

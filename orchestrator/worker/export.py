@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,29 +31,54 @@ def export_files(client: redis.Redis, settings: Settings, record: JobRecord) -> 
     blobs = BlobStore(client, max_bytes=MAX_FILE_BYTES, ttl_s=BLOB_TTL_S)
     files: list[dict[str, Any]] = []
     skipped: list[dict[str, str]] = []
+    for rel, data, reason in read_job_files(folder):
+        if data is None:
+            skipped.append({"path": rel, "reason": reason})
+        else:
+            files.append({"path": rel, "size": len(data), "sha256": blobs.put(data)})
+    return {"out_dir": str(folder), "files": files, "skipped": skipped}
+
+
+def read_job_files(folder: Path) -> Iterator[tuple[str, bytes | None, str]]:
+    """``(relative path, bytes, "")`` for each regular file of a job's output folder within the caps, and
+    ``(relative path, None, reason)`` for each left out (links, special files, over a cap, unreadable)."""
     total = 0
+    count = 0
     if not folder.is_dir():
-        return {"out_dir": str(folder), "files": [], "skipped": [{"path": ".", "reason": "no output folder"}]}
-    for path in sorted(folder.rglob("*")):
+        yield ".", None, "no output folder"
+        return
+    root = folder.resolve()
+    for path in _walk(folder):
         rel = path.relative_to(folder).as_posix()
+        if not path.parent.resolve().is_relative_to(root):
+            yield rel, None, "outside the job's folder"
+            continue
         try:
             info = path.lstat()
         except OSError as e:
-            skipped.append({"path": rel, "reason": f"unreadable: {e.strerror}"})
+            yield rel, None, f"unreadable: {e.strerror}"
             continue
         if stat.S_ISDIR(info.st_mode):
             continue
-        reason = _refusal(info, total, len(files))
+        reason = _refusal(info, total, count)
         if reason:
-            skipped.append({"path": rel, "reason": reason})
+            yield rel, None, reason
             continue
         data = _read_no_follow(path)
-        if data is None:
-            skipped.append({"path": rel, "reason": "changed or unreadable while reading"})
+        if data is None or total + len(data) > MAX_TOTAL_BYTES:
+            yield rel, None, "changed or unreadable while reading"
             continue
         total += len(data)
-        files.append({"path": rel, "size": len(data), "sha256": blobs.put(data)})
-    return {"out_dir": str(folder), "files": files, "skipped": skipped}
+        count += 1
+        yield rel, data, ""
+
+
+def _walk(folder: Path) -> list[Path]:
+    """Every entry under ``folder``, sorted; linked folders are listed, never entered."""
+    found = []
+    for parent, dirs, names in os.walk(folder, followlinks=False):
+        found += [Path(parent) / name for name in dirs + names]
+    return sorted(found)
 
 
 def _refusal(info: os.stat_result, total: int, count: int) -> str | None:

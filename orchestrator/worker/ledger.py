@@ -134,6 +134,9 @@ class JobRecord(BaseModel):
     """The Celery task id of the phase sent last (``jobs ID --cancel`` revokes it)."""
     stack: str = ""
     """The ledger's identity (``Ledger.stack_id``): evidence folders carry it, so two ledgers never share one."""
+    owner: str | None = None
+    """The producer whose API key submitted the job (``None``: an operator's direct ``submit``); only it and admin
+    keys see the job through the API."""
 
 
 _END_LUA = "'" + json.dumps(phases.token(phases.Done())) + "'"
@@ -533,3 +536,18 @@ def batch_ids(ledger: Ledger, batch: str) -> list[str]:
 
 def add_to_batch(ledger: Ledger, batch: str, job_id: str, at: float) -> None:
     ledger.r.zadd(f"{PREFIX}:batch:{batch}", {job_id: at}, nx=True)
+
+
+def owner_key(owner: str) -> str:
+    return f"{PREFIX}:owner:{owner}"
+
+
+def add_to_owner(ledger: Ledger, owner: str, job_id: str, at: float) -> None:
+    """Index a job under its producer (``GET /v1/jobs`` lists a producer's jobs without reading everyone's)."""
+    ledger.r.zadd(owner_key(owner), {job_id: at})
+
+
+def owned_ids(ledger: Ledger, owner: str, *, limit: int = 0) -> list[str]:
+    """The job ids of one producer, newest first (all, or the ``limit`` newest)."""
+    ids = ledger.r.zrevrange(owner_key(owner), 0, limit - 1 if limit > 0 else -1)
+    return [_text(i) for i in ids]

@@ -21,8 +21,8 @@ from orchestrator.config import Settings
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.tracing import new_ids
 from orchestrator.worker.blobs import BlobStore
-from orchestrator.worker.inputs import gather_inputs
-from orchestrator.worker.ledger import RERUNNABLE, JobRecord, JobRequest, Ledger, add_to_batch
+from orchestrator.worker.inputs import InputRef, gather_inputs
+from orchestrator.worker.ledger import RERUNNABLE, JobRecord, JobRequest, Ledger, add_to_batch, add_to_owner
 from orchestrator.worker.tenancy import (
     DEFAULT_LIBRARY,
     check_out,
@@ -84,6 +84,8 @@ class SubmitReport(BaseModel):
 
 Enqueue = Callable[[JobRecord, str], None]
 """``enqueue(record, phase)`` sends the phase's task."""
+InputReader = Callable[[list[str]], tuple[list[InputRef], list[bytes]]]
+"""``read(names)`` → the refs and bytes of a line's inputs (the API: from the request's parts; ``submit``: files)."""
 BATCH_PATTERN = JOB_ID_PATTERN  # a batch id names Redis keys like a job id
 
 
@@ -91,7 +93,9 @@ def new_batch_id() -> str:
     return "b" + time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
 
 
-def parse_lines(lines: Iterable[str], settings: Settings) -> tuple[list[Checked], list[Rejected]]:
+def parse_lines(
+    lines: Iterable[str], settings: Settings, read_inputs: InputReader | None = None
+) -> tuple[list[Checked], list[Rejected]]:
     """Good lines (with their numbers and input bytes) and rejected ones with the reason; blank and ``#`` lines
     are skipped."""
     good: list[Checked] = []
@@ -102,7 +106,7 @@ def parse_lines(lines: Iterable[str], settings: Settings) -> tuple[list[Checked]
             continue
         try:
             line = _parse_line(stripped)
-            request, blobs = resolve_line(line, settings)
+            request, blobs = resolve_line(line, settings, read_inputs)
             good.append(Checked(line=number, request=request, blobs=blobs))
         except OrchestratorError as e:
             bad.append(Rejected(line=number, reason=e.message))
@@ -125,9 +129,12 @@ def _parse_line(text: str) -> GoalRequest:
         raise ConfigError(problems) from e
 
 
-def resolve_line(line: GoalRequest, settings: Settings) -> tuple[JobRequest, list[bytes]]:
-    """The checked request and its inputs' bytes: a registered library, inputs read here, the job's own ``out``,
-    budgets within the ceilings, a scenario path made absolute."""
+def resolve_line(
+    line: GoalRequest, settings: Settings, read_inputs: InputReader | None = None
+) -> tuple[JobRequest, list[bytes]]:
+    """The checked request and its inputs' bytes: a registered library, inputs read here (or by ``read_inputs``
+    for the inputs a line names), the job's own ``out``, budgets within the ceilings, a scenario path made
+    absolute."""
     library = line.skills or DEFAULT_LIBRARY
     library_root(settings, library)  # a registered name (its folder is the workers' business, not the producer's)
     model = line.model or settings.model.name
@@ -141,9 +148,12 @@ def resolve_line(line: GoalRequest, settings: Settings) -> tuple[JobRequest, lis
     check_out(line.out, line.job_id or None)
     budgeted(settings, line.budgets)  # within the ceilings, so within the broker's visibility timeout (limits.py)
     caps = settings.job_inputs
-    refs, blobs = gather_inputs(
-        wanted, file_max_bytes=int(caps.file_max_mb * MB), job_max_bytes=int(caps.job_max_mb * MB)
-    )
+    if line.inputs and read_inputs is not None:
+        refs, blobs = read_inputs(wanted)
+    else:  # a scenario's own inputs lie in a scenario folder the operator registered
+        refs, blobs = gather_inputs(
+            wanted, file_max_bytes=int(caps.file_max_mb * MB), job_max_bytes=int(caps.job_max_mb * MB)
+        )
     request = JobRequest(
         goal=line.goal, skills=library, model=model, job_id=line.job_id or None, inputs=refs,
         constraints=line.constraints, budgets=line.budgets, response=line.response,
@@ -160,16 +170,20 @@ def submit_lines(
     new_job_id: Callable[[], str],
     batch: str | None = None,
     rerun: bool = False,
+    owner: str | None = None,
+    read_inputs: InputReader | None = None,
+    parsed: tuple[list[Checked], list[Rejected]] | None = None,
 ) -> SubmitReport:
     """Queue every good line under one batch id; rejected lines are reported with their numbers and reasons.
 
     A line's inputs are stored in Redis (by sha256, with an expiry) before its job exists. A job id that exists
     already is a duplicate when the stored request is this very one, and rejected otherwise; with ``rerun``, a
     job that ended ``failed``, ``unmet`` or ``cancelled`` runs again as the line now says, its earlier run kept.
+    With ``owner`` (the API key's producer), each job records it, and a job id another producer holds is refused
+    without a word about that job.
     """
-    if batch is not None and not re.match(BATCH_PATTERN, batch):
-        raise ConfigError(f"batch id {batch!r}: letters, digits, '.', '_' and '-' only, at most 100")
-    good, rejected = parse_lines(lines, settings)
+    check_batch_id(batch)
+    good, rejected = parsed if parsed is not None else parse_lines(lines, settings, read_inputs)
     report = SubmitReport(batch=batch or new_batch_id(), rejected=rejected)
     caps = settings.job_inputs
     blobs = BlobStore(ledger.r, max_bytes=int(caps.file_max_mb * MB), ttl_s=caps.ttl_s)
@@ -179,13 +193,18 @@ def submit_lines(
         request = checked.request.model_copy(update={"job_id": job_id})
         for data in checked.blobs:
             blobs.put(data)
-        record = new_record(job_id, request, batch=report.batch, stack=stack)
+        record = new_record(job_id, request, batch=report.batch, stack=stack, owner=owner)
         if ledger.create(record):
             add_to_batch(ledger, report.batch, job_id, record.submitted_at)
+            if owner is not None:
+                add_to_owner(ledger, owner, job_id, record.submitted_at)
             enqueue(record, phases.token(phases.FIRST))
             report.accepted.append(Accepted(line=checked.line, job_id=job_id))
             continue
         existing = ledger.get(job_id)
+        if existing is not None and owner is not None and existing.owner != owner:
+            report.rejected.append(Rejected(line=checked.line, reason=f"job_id: {job_id} is taken: choose another id"))
+            continue
         state: str | None = existing.state if existing else None
         if rerun and existing is not None and existing.state in RERUNNABLE:
             fresh = next_run(existing, request=record.request, batch=report.batch)
@@ -208,7 +227,14 @@ def submit_lines(
     return report
 
 
-def new_record(job_id: str, request: JobRequest, *, batch: str | None, stack: str) -> JobRecord:
+def check_batch_id(batch: str | None) -> None:
+    if batch is not None and not re.fullmatch(BATCH_PATTERN, batch):
+        raise ConfigError(f"batch id {batch[:120]!r}: letters, digits, '.', '_' and '-' only, at most 100")
+
+
+def new_record(
+    job_id: str, request: JobRequest, *, batch: str | None, stack: str, owner: str | None = None
+) -> JobRecord:
     trace_id, span_id = new_ids()
     return JobRecord(
         job_id=job_id,
@@ -220,6 +246,7 @@ def new_record(job_id: str, request: JobRequest, *, batch: str | None, stack: st
         out=job_id,
         batch=batch,
         stack=stack,
+        owner=owner,
     )
 
 
@@ -237,5 +264,6 @@ def next_run(record: JobRecord, *, request: JobRequest | None = None, batch: str
         out=record.out,
         batch=batch or record.batch,
         stack=record.stack,
+        owner=record.owner,
         run=record.run + 1,
     )

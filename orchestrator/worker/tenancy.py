@@ -34,7 +34,7 @@ def library_root(settings: Settings, name: str | None) -> Path:
     """The folder of the registered library ``name`` (``None``: the default one); refused for anything else."""
     name = name or DEFAULT_LIBRARY
     libraries = registered_libraries(settings)
-    if not re.match(LIBRARY_PATTERN, name) or name not in libraries:
+    if not re.fullmatch(LIBRARY_PATTERN, name) or name not in libraries:
         raise Refused(
             f"skills: {name[:200]!r} is not a registered library (registered: {', '.join(sorted(libraries))})",
             where="skills",

@@ -29,7 +29,7 @@ Response = Literal["SUMMARY", "SCORED"]
 
 def job_id_ok(job_id: object) -> bool:
     """True when ``job_id`` can name a job (its folder and its Redis keys)."""
-    return isinstance(job_id, str) and re.match(JOB_ID_PATTERN, job_id) is not None
+    return isinstance(job_id, str) and re.fullmatch(JOB_ID_PATTERN, job_id) is not None
 
 
 def check_job_id(job_id: str, *, where: str = "inputs") -> str:

@@ -19,7 +19,8 @@ PACKAGE = Path(orchestrator.__file__).parent
 BASE = {"config", "errors", "logs", "tokens", "prompts", "tracing", "isolation"}
 BELOW: dict[str, set[str]] = {
     "__main__": {"cli"},
-    "cli": {"worker"},
+    "cli": {"api", "worker"},  # operators reach the ledger directly; producers' commands go through the api
+    "api": {"worker"},  # the producers' front door: a shell over the ledger, like the workers
     "worker": {"workflow"},  # a shell: what it knows of the program comes through the workflow
     "workflow": {"act"},
     "act": {"validate", "select"},
@@ -42,6 +43,7 @@ BASE_RULES: dict[str, set[str]] = {
     "__init__": set(),
 }
 SKIPS: dict[tuple[str, str], str] = {
+    ("api", "workflow"): "job ids are made and checked by the workflow's request rules, one home for both",
     ("cli", "workflow"): "`run` is the embedded driver: it runs the goal machine in this process, with no worker",
     ("cli", "deploy"): "`compose …` builds the stack's images and writes its .env",
     ("cli", "sandbox"): "`sandbox …` and `bench sandbox` use the sandbox on its own, with no goal around it",
