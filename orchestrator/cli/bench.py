@@ -9,10 +9,10 @@ import typer
 
 from orchestrator.cli.common import emit_json, fail, state
 from orchestrator.errors import OrchestratorError
-from orchestrator.sandbox.bench import bench_sandbox
+from orchestrator.sandbox.call_bench import bench_sandbox
 from orchestrator.sandbox.docker import Prewarm, SandboxRunner
-from orchestrator.worker.bench import bench_throughput
-from orchestrator.workflow.bench import DEFAULT_KS, bench_selection, bench_tokens
+from orchestrator.worker.throughput_bench import bench_throughput
+from orchestrator.workflow.planner_bench import DEFAULT_KS, bench_selection, bench_tokens
 
 app = typer.Typer(no_args_is_help=True)
 _PREWARM: dict[str, Prewarm] = {"started": "started", "created": "created", "off": "off"}
