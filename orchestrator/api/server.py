@@ -9,6 +9,7 @@ import base64
 import mimetypes
 import threading
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import IO, Annotated, Any, Literal
 
 import redis
@@ -74,12 +75,21 @@ def _iterate(handle: IO[bytes]) -> Iterator[bytes]:
         handle.close()
 
 
+@dataclass(frozen=True)
+class Door:
+    """What every route works with."""
+
+    settings: Settings
+    ledger: Ledger
+    celery_app: Any
+    render_report: RenderReport | None
+
+
 def create_api(
     settings: Settings, ledger: Ledger, celery_app: Any, *, render_report: RenderReport | None = None
 ) -> FastAPI:
     """The API on ``ledger``; tasks are sent with ``celery_app``; keys are kept in the same Redis."""
     keys = KeyStore(ledger.r)
-    locks: dict[str, threading.Lock] = {}
     api = FastAPI(
         title="skills orchestrator: producers' API",
         version="1",
@@ -110,8 +120,16 @@ def create_api(
     def caller(key: Annotated[ApiKey, Depends(authenticated)]) -> Caller:
         return Caller(name=key.name, admin=key.admin)
 
-    def send(record: JobRecord, phase: str) -> None:
-        enqueue_phase(celery_app, settings, ledger, record, phase)
+    door = Door(settings, ledger, celery_app, render_report)
+    _service_routes(api, door)
+    _job_routes(api, door, authenticated, caller)
+    _file_routes(api, door, caller)
+    _batch_routes(api, door, caller)
+    return api
+
+
+def _service_routes(api: FastAPI, door: Door) -> None:
+    ledger = door.ledger
 
     @api.get("/healthz", response_model=Health, tags=["service"])
     def healthz() -> JSONResponse:
@@ -120,6 +138,14 @@ def create_api(
         except redis.RedisError:
             up = False
         return JSONResponse({"ok": up, "redis": up}, status_code=200 if up else 503)
+
+
+def _job_routes(api: FastAPI, door: Door, authenticated: Callable[..., ApiKey], caller: Callable[..., Caller]) -> None:
+    settings, ledger, celery_app = door.settings, door.ledger, door.celery_app
+    locks: dict[str, threading.Lock] = {}
+
+    def send(record: JobRecord, phase: str) -> None:
+        enqueue_phase(celery_app, settings, ledger, record, phase)
 
     def submit_now(intake: Intake, key: ApiKey, batch: str | None, rerun: bool) -> SubmitReport:
         good, rejected = parse_lines(intake.lines, settings, intake.reader(settings))
@@ -180,6 +206,10 @@ def create_api(
         outcome = control.rerun(ledger, settings, celery_app, find_job(ledger, who, job_id))
         return JSONResponse(outcome.model_dump(mode="json"), status_code=200 if outcome.ok else 409)
 
+
+def _file_routes(api: FastAPI, door: Door, caller: Callable[..., Caller]) -> None:
+    settings, ledger = door.settings, door.ledger
+
     @api.get("/v1/jobs/{job_id}/files", tags=["files"], response_class=StreamingResponse,
              responses={**REFUSALS, 409: {"model": Problem}, 200: {"content": {"application/zip": {}}}})
     def job_files(job_id: str, who: Annotated[Caller, Depends(caller)]) -> StreamingResponse:
@@ -200,6 +230,10 @@ def create_api(
         return Response(data, media_type=kind, headers={
             "X-Content-Sha256": digest, "Repr-Digest": f"sha-256=:{b64}:", "ETag": f'"{digest}"',
         })
+
+
+def _batch_routes(api: FastAPI, door: Door, caller: Callable[..., Caller]) -> None:
+    settings, ledger, celery_app, render_report = door.settings, door.ledger, door.celery_app, door.render_report
 
     @api.get("/v1/batches/{batch}", response_model=dict[str, Any], tags=["batches"], responses=REFUSALS)
     def get_batch(batch: str, who: Annotated[Caller, Depends(caller)]) -> dict[str, Any]:
@@ -237,5 +271,3 @@ def create_api(
         handle = files.batch_archive(ledger, settings, batch, records)
         return StreamingResponse(_iterate(handle), media_type="application/zip",
                                  headers={"Content-Disposition": f'attachment; filename="{batch}.zip"'})
-
-    return api
