@@ -35,7 +35,7 @@ def reference_pages() -> dict[str, str]:
     from orchestrator.cli import app
     from orchestrator.config import Settings
     from orchestrator.sandbox.models import ScriptResult
-    from orchestrator.workflow.models import GoalResult
+    from orchestrator.workflow.goal import GoalResult
     from orchestrator.workflow.request import GoalRequest
 
     schemas: list[tuple[str, str, type[BaseModel], str]] = [

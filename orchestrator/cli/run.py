@@ -16,7 +16,7 @@ from orchestrator.config import Settings
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.logs import dumps_safe, mask_value
 from orchestrator.workflow.evidence import run_evidence_dir, save_evidence
-from orchestrator.workflow.models import GoalResult
+from orchestrator.workflow.goal import GoalResult
 from orchestrator.workflow.outputs import check_input_files, check_output_dir, check_zip_target
 from orchestrator.workflow.request import GoalRequest, budgeted, default_inputs, parse_budgets, scenario_of
 from orchestrator.workflow.run import GoalInterrupted, bundle_zip

@@ -23,8 +23,8 @@ from orchestrator.worker.tenancy import Refused, check_checkpoint, job_work_dir
 from orchestrator.worker.views import unmet_reason
 from orchestrator.workflow import phases
 from orchestrator.workflow.evidence import save_evidence
+from orchestrator.workflow.goal import Checkpoint, GoalResult, GoalState
 from orchestrator.workflow.judge import error_result
-from orchestrator.workflow.models import Checkpoint, GoalResult, GoalState
 from orchestrator.workflow.phases import Phase
 from orchestrator.workflow.request import BudgetOverrides, GoalRequest, budgeted
 from orchestrator.workflow.runtime import Runtime

@@ -25,7 +25,7 @@ from redis.typing import EncodableT, FieldT
 from orchestrator.worker.inputs import InputRef
 from orchestrator.worker.tenancy import DEFAULT_LIBRARY
 from orchestrator.workflow import phases
-from orchestrator.workflow.models import Checkpoint, SkillsUsed
+from orchestrator.workflow.goal import Checkpoint, SkillsUsed
 from orchestrator.workflow.phases import PhaseKind
 from orchestrator.workflow.request import BudgetOverrides
 

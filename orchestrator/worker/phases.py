@@ -35,8 +35,8 @@ from orchestrator.worker.ledger import Acquire, JobRecord, LeaseLost, Ledger
 from orchestrator.worker.limits import SoftLimitReached, soft_limit_interrupts
 from orchestrator.worker.tenancy import library_root, scenario_file
 from orchestrator.workflow import phases
+from orchestrator.workflow.goal import Checkpoint
 from orchestrator.workflow.machine import advance
-from orchestrator.workflow.models import Checkpoint
 from orchestrator.workflow.phases import Phase
 from orchestrator.workflow.readiness import is_environment_error
 from orchestrator.workflow.request import check_job_id

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from orchestrator.config import Budgets
 from orchestrator.errors import BudgetExceeded
 from orchestrator.llm.interface import ChatModel, Message, ModelResponse, Purpose, ToolSpec
-from orchestrator.workflow.models import GoalMetrics, GoalState
+from orchestrator.workflow.goal import GoalMetrics, GoalState
 
 NEXT_STEP = "raise limits.goal_token_budget / limits.goal_model_calls (or a goal's budgets), or narrow the goal"
 

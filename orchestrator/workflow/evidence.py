@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.logs import dumps_safe, mask_value
-from orchestrator.workflow.models import GoalResult
+from orchestrator.workflow.goal import GoalResult
 
 
 def save_evidence(result: GoalResult, folder: Path) -> str:

@@ -24,7 +24,7 @@ from orchestrator.validate.semantic import prompt_fingerprint
 from orchestrator.validate.stats import ValidationStats
 from orchestrator.validate.validator import ValidationReport, validate_outputs
 from orchestrator.workflow.budget import BudgetedModel, GoalBudget
-from orchestrator.workflow.models import GoalError, GoalResult, GoalState
+from orchestrator.workflow.goal import GoalError, GoalResult, GoalState
 from orchestrator.workflow.respond import respond
 from orchestrator.workflow.runtime import Runtime
 from orchestrator.workflow.steps import published_dir

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 from orchestrator.workflow import phases, reflect
 from orchestrator.workflow.budget import GoalBudget
+from orchestrator.workflow.goal import GoalState
 from orchestrator.workflow.judge import judge
-from orchestrator.workflow.models import GoalState
 from orchestrator.workflow.phases import Phase
 from orchestrator.workflow.runtime import Runtime
 from orchestrator.workflow.steps import act_step, plan_goal, refuse, replan, retry_step, skip_steps

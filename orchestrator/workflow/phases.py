@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from orchestrator.errors import WorkflowError
-from orchestrator.workflow.models import GoalResult
+from orchestrator.workflow.goal import GoalResult
 
 
 class PhaseKind(StrEnum):

@@ -28,7 +28,7 @@ from orchestrator.select.index import SkillIndex
 from orchestrator.select.shortlist import Catalog, catalog_text, make_shortlist, model_invocable
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.tokens import estimate_tokens
-from orchestrator.workflow.models import GoalResult
+from orchestrator.workflow.goal import GoalResult
 from orchestrator.workflow.plan import SEARCH_SKILLS, plan_request
 from orchestrator.workflow.request import GoalRequest
 from orchestrator.workflow.run import run_goal

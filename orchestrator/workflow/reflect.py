@@ -20,7 +20,7 @@ from typing import Literal
 from orchestrator.act.models import ActResult
 from orchestrator.config import Budgets, SelectionSettings
 from orchestrator.workflow.budget import GoalBudget
-from orchestrator.workflow.models import GoalState
+from orchestrator.workflow.goal import GoalState
 
 RETRYABLE_EXITS = frozenset({"validation_failed", "stalled", "missing_reference"})
 """Exit reasons one more try, told what was missing, may fix (a budget or a violation it would only repeat)."""

@@ -20,7 +20,7 @@ from orchestrator.llm.jsonreply import json_in_reply
 from orchestrator.logs import get_logger
 from orchestrator.prompts import render_prompt
 from orchestrator.validate.semantic import index_lines, system_prompt
-from orchestrator.workflow.models import GoalMetrics, GoalResult, PointScore
+from orchestrator.workflow.goal import GoalMetrics, GoalResult, PointScore
 
 ResponseMode = str  # "SUMMARY" | "SCORED" (validated by the settings and the CLI)
 _log = get_logger("orchestrator.workflow")

@@ -16,9 +16,9 @@ from pathlib import Path
 from orchestrator.errors import OrchestratorError, WorkflowError
 from orchestrator.logs import get_logger
 from orchestrator.workflow import phases
+from orchestrator.workflow.goal import GoalResult, GoalState
 from orchestrator.workflow.judge import error_result, failed_result
 from orchestrator.workflow.machine import advance
-from orchestrator.workflow.models import GoalResult, GoalState
 from orchestrator.workflow.phases import Phase
 from orchestrator.workflow.request import GoalRequest
 from orchestrator.workflow.runtime import Runtime

@@ -24,7 +24,7 @@ from orchestrator.select.index import SkillIndex
 from orchestrator.select.shortlist import make_shortlist, model_invocable
 from orchestrator.skills.models import SkillSummary
 from orchestrator.workflow.budget import BudgetedModel, GoalBudget
-from orchestrator.workflow.models import GoalMetrics, GoalState, Replan, Suggestion
+from orchestrator.workflow.goal import GoalMetrics, GoalState, Replan, Suggestion
 from orchestrator.workflow.outputs import check_input_files, check_output_dir, publish_file
 from orchestrator.workflow.plan import PlanOutcome, make_plan
 from orchestrator.workflow.reflect import Refused

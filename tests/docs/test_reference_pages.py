@@ -24,7 +24,7 @@ from orchestrator.cli.reference import (
 from orchestrator.config import Settings, load_settings
 from orchestrator.errors import ConfigError
 from orchestrator.sandbox.models import ScriptResult
-from orchestrator.workflow.models import GoalResult
+from orchestrator.workflow.goal import GoalResult
 from orchestrator.workflow.request import GoalRequest
 
 

@@ -16,7 +16,7 @@ from worker_helpers import RedisServer
 
 from orchestrator.errors import WorkflowError
 from orchestrator.worker.ledger import JobRecord, Ledger
-from orchestrator.workflow.models import CHECKPOINT_VERSION, Checkpoint, GoalState
+from orchestrator.workflow.goal import CHECKPOINT_VERSION, Checkpoint, GoalState
 from orchestrator.workflow.request import GoalRequest
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from orchestrator.act.models import Artifact
-from orchestrator.workflow.models import GoalResult
+from orchestrator.workflow.goal import GoalResult
 
 
 def test_the_answer_lists_made_files_and_leaves_out_the_renders_of_the_output_check() -> None:

@@ -14,7 +14,7 @@ import pytest
 
 from orchestrator.act.models import ActMetrics, ActResult, RemainingBudgets
 from orchestrator.config import Budgets, SelectionSettings
-from orchestrator.workflow.models import GoalMetrics, GoalState
+from orchestrator.workflow.goal import GoalMetrics, GoalState
 from orchestrator.workflow.plan import NoFit, Plan, PlanStep
 from orchestrator.workflow.reflect import Judge, Refused, Replan, RetryStep, decide
 from orchestrator.workflow.request import GoalRequest
