@@ -66,7 +66,7 @@ log "installing the project into .venv"
 log "building the sandbox image (skipped when up to date)"
 .venv/bin/python -m orchestrator sandbox build-image
 
-log "building the compose stack's images (skipped when up to date)"
+log "building the compose stack's images: app, redis and the egress proxy of granted skills (skipped when up to date)"
 .venv/bin/python -m orchestrator compose build-images
 if [ ! -e .env ] || grep -q '^# Written by `python -m orchestrator compose env --write`' .env; then
   .venv/bin/python -m orchestrator compose env --write >/dev/null

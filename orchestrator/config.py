@@ -21,6 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 from pydantic_settings import BaseSettings, EnvSettingsSource, PydanticBaseSettingsSource, SettingsConfigDict
 
+from orchestrator.egress import EgressSettings
 from orchestrator.errors import ConfigError
 
 DEFAULT_SANDBOX_IMAGE = "orchestrator-sandbox:latest"
@@ -385,6 +386,8 @@ class Settings(BaseSettings):
     ceilings: Ceilings = Ceilings()
     job_inputs: JobInputSettings = JobInputSettings()
     api: ApiSettings = ApiSettings()
+    egress: EgressSettings = EgressSettings()
+    """Network for skills that declare it, granted per library or skill (``ORCH_EGRESS`` as JSON)."""
     log_level: str = "INFO"
     log_json: bool = True
 

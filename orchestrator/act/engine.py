@@ -9,12 +9,13 @@ from orchestrator.act.blackboard import Blackboard
 from orchestrator.act.context import ActDeps
 from orchestrator.act.loop import run_act
 from orchestrator.act.memo import MemoStore, SkillMemoFile, work_identity
-from orchestrator.act.models import ActRequest, ActResult, RemainingBudgets, Unmet
+from orchestrator.act.models import ActRequest, ActResult, ExitReason, RemainingBudgets, Unmet
 from orchestrator.act.workspace import BuildArea, LocalBuildArea, SandboxBuildArea
 from orchestrator.config import Settings
 from orchestrator.errors import ImageToolMissing
 from orchestrator.llm.interface import ChatModel
 from orchestrator.sandbox.backend import SandboxBackend
+from orchestrator.sandbox.egress import EgressShortfall, resolve_egress
 from orchestrator.sandbox.image import missing_tools
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.skills.models import Skill
@@ -34,8 +35,9 @@ def execute_skill(
 ) -> ActResult:
     """Run ``request.skill_id`` to completion. Without a ``sandbox`` scripts cannot run (``build/`` is a host folder).
 
-    Raises ``SkillError`` for an unknown skill. A declared tool missing from the sandbox image gives a ``failed``
-    result naming the tool, before any model call.
+    Raises ``SkillError`` for an unknown skill. A declared tool missing from the sandbox image, or network hosts
+    and secrets the operator has not granted (``egress`` settings), give one ``failed`` result naming all of it and
+    the setting that would grant it, before any model call.
     """
     skill = library.get(request.skill_id)
     unknown = unknown_operations(skill, settings)
@@ -44,12 +46,21 @@ def execute_skill(
         why = f"skill {skill.id} declares operations this runtime does not know: {', '.join(unknown)}"
         return _refused(request, why, f"declare only known operations ({known}) under metadata.operations")
     missing_tool = _missing_tools(skill, sandbox)
+    egress = resolve_egress(
+        settings,
+        library_root=library.root,
+        skill_id=skill.id,
+        skill_name=skill.name,
+        network=skill.declarations.network,
+        secrets=skill.declarations.secrets,
+    )
+    if isinstance(egress, EgressShortfall):
+        return _not_granted(request, egress, missing_tool)
     if missing_tool:
         error = ImageToolMissing(
             f"skill {skill.id} requires {', '.join(missing_tool)}, which the sandbox image does not provide",
             where=f"skill:{skill.id}",
-            next_step="add the tool to sandbox-image/ and rebuild it "
-            "(python -m orchestrator sandbox build-image --force)",
+            next_step=REBUILD_HINT,
         )
         return _refused(request, str(error), error.next_step or "")
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -64,6 +75,7 @@ def execute_skill(
                 inputs_dir=request.inputs_dir,
                 operations=tuple(skill.declarations.operations),
                 goal=request.goal_id or request.job_id,
+                egress=egress,
             )
         else:
             build = LocalBuildArea(Path(tmp) / "build", disk_mb=request.budgets.disk_write_limit_mb)
@@ -83,6 +95,9 @@ def execute_skill(
             return run_act(deps, model, out_dir)
         finally:
             build.close()
+
+
+REBUILD_HINT = "add the tool to sandbox-image/ and rebuild it (python -m orchestrator sandbox build-image --force)"
 
 
 def _identity(skill: Skill, sandbox: SandboxBackend | None) -> str:
@@ -114,12 +129,25 @@ def _missing_tools(skill: Skill, sandbox: SandboxBackend | None) -> list[str]:
     return missing_tools(sandbox.image_tools(), required)
 
 
-def _refused(request: ActRequest, why: str, next_step: str) -> ActResult:
+def _not_granted(request: ActRequest, shortfall: EgressShortfall, missing_tool: list[str]) -> ActResult:
+    """One refusal naming everything the skill lacks here (hosts, secrets, tools) and what would grant it."""
+    problems = shortfall.problems()
+    steps = [shortfall.hint]
+    if missing_tool:
+        problems.append(f"tools missing from the sandbox image: {', '.join(missing_tool)}")
+        steps.append(REBUILD_HINT)
+    why = f"skill {request.skill_id} is not granted what it declares: {'; '.join(problems)}"
+    return _refused(request, why, "; ".join(s for s in steps if s), exit_reason="not_granted")
+
+
+def _refused(
+    request: ActRequest, why: str, next_step: str, *, exit_reason: ExitReason = "missing_tool"
+) -> ActResult:
     b = request.budgets
     return ActResult(
         skill_id=request.skill_id,
         status="failed",
-        exit_reason="missing_tool",
+        exit_reason=exit_reason,
         where=f"skill:{request.skill_id}",
         next_step=next_step,
         remaining_budgets=RemainingBudgets(

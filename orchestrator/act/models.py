@@ -27,6 +27,7 @@ ExitReason = Literal[
     "stalled",
     "model_error",
     "missing_tool",  # the skill declares a tool the sandbox image lacks
+    "not_granted",  # the skill declares network hosts or secrets the operator's egress settings do not grant
     "sandbox_error",  # the Docker engine or the sandbox image failed (not the script)
 ]
 ArtifactType = Literal["file", "log", "screenshot", "thumbnail", "script", "html", "command"]

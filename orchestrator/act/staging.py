@@ -17,6 +17,7 @@ from typing import Any
 from orchestrator.act.workspace import LocalBuildArea
 from orchestrator.errors import SandboxError, SandboxErrorCode, SandboxRefused
 from orchestrator.sandbox.backend import SandboxBackend, SandboxJobArea, ScriptArgs
+from orchestrator.sandbox.egress import EgressPlan
 from orchestrator.sandbox.models import BuildFile, ScriptResult
 from orchestrator.tracing import tracer
 
@@ -36,10 +37,11 @@ class StagedSandbox:
         inputs_dir: Path | None = None,
         operations: Sequence[str] = (),
         goal: str = "",
+        egress: EgressPlan | None = None,
     ) -> SandboxJobArea:
         return StagedJob(
             self._backend, job_id, skill_root, disk_mb=disk_mb, inputs_dir=inputs_dir, operations=operations,
-            goal=goal,
+            goal=goal, egress=egress,
         )
 
     def image_tools(self) -> dict[str, str]:
@@ -65,10 +67,12 @@ class StagedJob:
         inputs_dir: Path | None,
         operations: Sequence[str] = (),
         goal: str = "",
+        egress: EgressPlan | None = None,
     ) -> None:
         self._backend = backend
         self._args = (job_id, skill_root)
         self._goal = goal
+        self._egress = egress
         self._disk_mb = disk_mb
         self._inputs_dir = inputs_dir
         self._operations = tuple(operations)
@@ -80,7 +84,7 @@ class StagedJob:
         if self._job is None:
             job = self._backend.open_job(
                 *self._args, disk_mb=self._disk_mb, inputs_dir=self._inputs_dir, operations=self._operations,
-                goal=self._goal,
+                goal=self._goal, egress=self._egress,
             )
             try:
                 for f in self._local.list_files():

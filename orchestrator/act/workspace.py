@@ -15,6 +15,7 @@ from typing import Protocol
 
 from orchestrator.errors import PathEscapeError, SandboxError, SandboxErrorCode
 from orchestrator.sandbox.backend import SandboxBackend, SandboxJobArea, ScriptArgs
+from orchestrator.sandbox.egress import EgressPlan
 from orchestrator.sandbox.limits import BUILD_DIR, SKILL_MOUNT
 from orchestrator.sandbox.models import BuildFile, ScriptResult
 
@@ -148,10 +149,12 @@ class SandboxBuildArea:
         inputs_dir: Path | None,
         operations: tuple[str, ...] = (),
         goal: str = "",
+        egress: EgressPlan | None = None,
     ) -> None:
         self._backend = backend
         self._operations = operations
         self._goal = goal
+        self._egress = egress
         self._job_id = job_id
         self._skill_root = skill_root
         self._disk_mb = disk_mb
@@ -168,6 +171,7 @@ class SandboxBuildArea:
                 inputs_dir=self._inputs_dir,
                 operations=self._operations,
                 goal=self._goal,
+                egress=self._egress,
             )
         return self._job
 

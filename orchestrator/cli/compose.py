@@ -21,7 +21,8 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")]
 
 @app.command(
     "build-images",
-    help="Build the compose stack's images (orchestrator-app, orchestrator-redis) without a registry; each is "
+    help="Build the compose stack's images (orchestrator-app, orchestrator-redis, orchestrator-egress: the proxy "
+    "of skills granted network) without a registry; each is "
     "skipped when an image with the same content hash exists.",
 )
 def build_images_cmd(
@@ -30,7 +31,7 @@ def build_images_cmd(
         str, typer.Option("--base", help="auto | debootstrap (no registry) | public (debian:bookworm-slim).")
     ] = "auto",
     only: Annotated[
-        list[str] | None, typer.Option("--only", help="Build only this image: app or redis (repeatable).")
+        list[str] | None, typer.Option("--only", help="Build only this image: app, redis or egress (repeatable).")
     ] = None,
     force: Annotated[bool, typer.Option("--force", help="Rebuild even if the same content is built.")] = False,
     wheelhouse: Annotated[

@@ -1,4 +1,4 @@
-"""Building the images of the compose stack without a registry: the app image and the redis image.
+"""Building the images of the compose stack without a registry: the app, redis and egress-proxy images.
 
 Both are built like the sandbox image (:mod:`orchestrator.sandbox.image`): one Dockerfile per image under
 ``ops/images/`` with ``ARG BASE_IMAGE``, built on a public Debian image where a registry can be reached or on the
@@ -47,9 +47,13 @@ from orchestrator.sandbox.image import (
 
 log = get_logger(__name__)
 
-Role = Literal["app", "redis"]
-ROLES: tuple[Role, ...] = ("app", "redis")
-DEFAULT_TAGS: dict[Role, str] = {"app": "orchestrator-app:latest", "redis": "orchestrator-redis:latest"}
+Role = Literal["app", "redis", "egress"]
+ROLES: tuple[Role, ...] = ("app", "redis", "egress")
+DEFAULT_TAGS: dict[Role, str] = {
+    "app": "orchestrator-app:latest",
+    "redis": "orchestrator-redis:latest",
+    "egress": "orchestrator-egress:latest",  # the per-job egress proxy of granted skills (egress.image)
+}
 LABEL_HASH = "org.orchestrator.compose.content-hash"
 LABEL_ROLE = "org.orchestrator.compose.image"
 PROJECT_WHEEL = "skills_orchestrator-*.whl"

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
+from orchestrator.sandbox.egress import EgressPlan
 from orchestrator.sandbox.models import BuildFile, ScriptResult
 
 ScriptArgs = dict[str, Any] | list[Any] | None
@@ -59,8 +60,12 @@ class SandboxBackend(Protocol):
         inputs_dir: Path | None = None,
         operations: Sequence[str] = (),
         goal: str = "",
+        egress: EgressPlan | None = None,
     ) -> SandboxJobArea:
         """A job whose scripts see ``skill_root`` read-only and ``inputs_dir`` as ``/inputs``; close it after use.
+
+        ``egress`` (a granted declaration) gives each call HTTPS to the granted hosts through the job's proxy;
+        without it a call has no network at all.
 
         ``goal`` is the id of the goal (the worker's job) the sandbox job works for: its containers carry it as a
         label, and a goal's clean-up removes exactly the containers whose label equals its id."""

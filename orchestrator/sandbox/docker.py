@@ -22,6 +22,7 @@ import docker.errors
 from orchestrator.config import SandboxSettings
 from orchestrator.errors import SandboxError, SandboxErrorCode
 from orchestrator.logs import get_logger
+from orchestrator.sandbox.egress import EgressPlan
 from orchestrator.sandbox.engine import BUILD_IMAGE_HINT, connect, default_work_dir, docker_errors, private_dir
 from orchestrator.sandbox.image import image_tools
 from orchestrator.sandbox.job import SandboxJob
@@ -96,10 +97,13 @@ class SandboxRunner:
         inputs_dir: Path | None = None,
         operations: Sequence[str] = (),
         goal: str = "",
+        egress: EgressPlan | None = None,
     ) -> SandboxJob:
         """Set up a job's volumes and holder; the caller must ``close()`` it (or use it as a context manager).
 
-        ``operations`` (a skill's ``metadata.operations``) select heavier limits from ``sandbox.profiles``.
+        ``operations`` (a skill's ``metadata.operations``) select heavier limits from ``sandbox.profiles``;
+        ``egress`` (a granted declaration, see ``egress.py``) gives the calls the job's egress proxy as their only
+        route out.
         """
         root = Path(skill_root)
         if not root.is_dir():
@@ -129,6 +133,7 @@ class SandboxRunner:
             inputs_dir=inputs_dir,
             # pinned to the id just read: stored results name the image their scripts really ran in
             settings=apply_operations(self.settings, operations).model_copy(update={"image": image}),
+            egress=egress,
         )
         try:
             job._setup()

@@ -6,6 +6,7 @@ See ``docker.py`` for the runner that opens jobs and for the design.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -13,6 +14,7 @@ import secrets
 import select
 import shutil
 import socket
+import tarfile
 import threading
 import time
 from collections.abc import Sequence
@@ -34,6 +36,8 @@ from orchestrator.errors import SandboxError, SandboxRefused
 from orchestrator.logs import get_logger
 from orchestrator.sandbox.buildfolder import HOLDER_BUILD, BuildFolder
 from orchestrator.sandbox.commands import resolve_command
+from orchestrator.sandbox.egress import EgressPlan
+from orchestrator.sandbox.egress_proxy import SYSTEM_BUNDLE, EgressProxy
 from orchestrator.sandbox.engine import docker_errors, private_dir
 from orchestrator.sandbox.limits import (
     BUILD_DIR,
@@ -112,6 +116,7 @@ class SandboxJob:
         disk_mb: int,
         inputs_dir: Path | None,
         settings: SandboxSettings | None = None,
+        egress: EgressPlan | None = None,
     ) -> None:
         self.runner = runner
         self.settings = settings or runner.settings  # the runner's, raised by the skill's declared operations
@@ -137,6 +142,13 @@ class SandboxJob:
         self._call_lock = threading.Lock()
         self._closed = False
         self._build_folder: BuildFolder | None = None
+        self._environment = sandbox_environment()
+        self._network = "none"
+        self.egress: EgressProxy | None = None
+        if egress is not None:
+            self.egress = EgressProxy(
+                self._api, egress, name=self.name, labels=self._labels, ca_dir=self.job_dir / "egress-ca"
+            )
 
     def __enter__(self) -> SandboxJob:
         return self
@@ -162,6 +174,8 @@ class SandboxJob:
     def _setup(self) -> None:
         started = time.perf_counter()
         with docker_errors(f"sandbox:setup:{self.name}"):
+            if self.egress is not None:
+                self.egress.start()  # first: the proxy starts while the job's volumes and holder are made
             build = self._create_volume(f"{self.name}-build", build_volume_options(self.disk_mb, self.settings.uid))
             skill_mount = self._skill_mount()
             build_mount = Mount(HOLDER_BUILD, build, type="volume", no_copy=True)
@@ -181,11 +195,37 @@ class SandboxJob:
             mounts = [skill_mount, Mount(f"{SKILL_MOUNT}/{BUILD_DIR}", build, type="volume", no_copy=True)]
             if self.inputs_dir is not None:
                 mounts.append(Mount(INPUTS_MOUNT, str(self.inputs_dir), type="bind", read_only=True))
-            self._script_host_config = self._api.create_host_config(**script_host_config(self.settings, mounts))
+            if self.egress is not None:
+                self._open_egress(self.egress)
+                mounts += self.egress.call_mounts()
+            self._script_host_config = self._api.create_host_config(
+                **script_host_config(self.settings, mounts, network=self._network)
+            )
         self.setup_ms = (time.perf_counter() - started) * 1000
         log.info("sandbox.job_open", job=self.name, skill_view=self.skill_view, setup_ms=round(self.setup_ms, 1))
         if self.runner.prewarm != "off":
             self._pending = self.runner.executor.submit(self._prepare)
+
+    def _open_egress(self, proxy: EgressProxy) -> None:
+        """Start the job's egress proxy; the calls then join its internal network and trust its CA."""
+        private_dir(self.job_dir.parent)
+        self.job_dir.mkdir(mode=0o755, exist_ok=True)
+        proxy.wait_ready(system_bundle=self._image_file(SYSTEM_BUNDLE))
+        self._network = proxy.network
+        self._environment = {**sandbox_environment(), **proxy.call_environment()}
+
+    def _image_file(self, path: str) -> bytes:
+        """A file of the sandbox image (read through the holder), or b"" if it has none."""
+        assert self.holder is not None
+        try:
+            stream, _stat = self._api.get_archive(self.holder, path)
+            data = b"".join(stream)
+        except docker.errors.NotFound:
+            return b""
+        with tarfile.open(fileobj=io.BytesIO(data)) as tar:
+            member = next((m for m in tar.getmembers() if m.isfile() and m.size <= 8 * 1024 * 1024), None)
+            extracted = tar.extractfile(member) if member is not None else None
+            return extracted.read() if extracted is not None else b""
 
     def _create_volume(self, name: str, options: dict[str, str]) -> str:
         self._api.create_volume(name=name, driver="local", driver_opts=options, labels=self._labels("volume"))
@@ -271,12 +311,12 @@ class SandboxJob:
                 name=name,
                 user=f"{uid}:{uid}",
                 working_dir=SKILL_MOUNT,
-                environment=sandbox_environment(),
+                environment=self._environment,
                 labels=self._labels("script", call),
                 host_config=self._script_host_config,
                 stdin_open=True,  # with detach=False this also sets StdinOnce: our half-close ends stdin
                 use_config_proxy=False,  # never inject the client's proxy settings into the environment
-                network_disabled=True,
+                network_disabled=self.egress is None,
                 hostname="sandbox",
             )
             cid = created["Id"]
@@ -366,6 +406,8 @@ class SandboxJob:
                 self._discard(prepared)
                 if not self._closed and self.runner.prewarm != "off":
                     self._pending = self.runner.executor.submit(self._prepare)
+        if self.egress is not None:
+            result = result.model_copy(update={"egress": self.egress.take_records()})
         log.info(
             "sandbox.call",
             job=self.name,
@@ -517,6 +559,8 @@ class SandboxJob:
                 removal.result(timeout=120)
         for cid in list(self._containers):
             self._remove_container(cid)
+        if self.egress is not None:
+            self.egress.close(self._remove_container)
         for name in list(self._volumes):
             self._remove_volume(name)
         if self.job_dir.exists():

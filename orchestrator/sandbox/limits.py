@@ -274,11 +274,16 @@ def _common_hardening() -> dict[str, Any]:
     }
 
 
-def script_host_config(settings: SandboxSettings, mounts: list[Mount]) -> dict[str, Any]:
-    """Keyword arguments of ``APIClient.create_host_config`` for one script container."""
+def script_host_config(settings: SandboxSettings, mounts: list[Mount], *, network: str = "none") -> dict[str, Any]:
+    """Keyword arguments of ``APIClient.create_host_config`` for one script container.
+
+    ``network`` is ``none`` unless the skill was granted egress: then the job's internal network, whose only other
+    member is the job's egress proxy (``egress_proxy.py``). This is the one place a call's network is chosen.
+    """
     memory = f"{settings.memory_mb}m"
     return {
         **_common_hardening(),
+        "network_mode": network,
         "mem_limit": memory,
         "memswap_limit": memory,  # equal to the memory limit: no swap
         "nano_cpus": int(settings.cpus * 1_000_000_000),

@@ -7,6 +7,23 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 
+class EgressRecord(BaseModel):
+    """One request a granted call sent through the job's egress proxy (its log line; header values never in it)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    host: str = Field("", max_length=300)
+    port: int | None = None
+    method: str = Field("", max_length=20)
+    path: str = Field("", max_length=300)
+    status: int | None = None
+    bytes: int = Field(0, ge=0, description="response body bytes")
+    request_bytes: int = Field(0, ge=0)
+    allowed: bool = False
+    reason: str | None = Field(None, max_length=400, description="why the proxy refused it, or the upstream error")
+    client: str | None = Field(None, max_length=60, description="a connection from outside the job's network")
+
+
 class ScriptResult(BaseModel):
     """What one ``run_script`` call did. Timeouts, OOM and oversized output are fields here, never exceptions."""
 
@@ -33,6 +50,9 @@ class ScriptResult(BaseModel):
     command: list[str] = Field(default_factory=list, description="the command the container ran")
     stdout_bytes: int = 0
     stderr_bytes: int = 0
+    egress: list[EgressRecord] = Field(
+        default_factory=list, description="requests through the egress proxy during this call (granted skills only)"
+    )
 
     @classmethod
     def refused(cls, script: str, reason: str, violation: str) -> ScriptResult:
@@ -50,6 +70,7 @@ class ScriptResult(BaseModel):
             ok=self.ok,
             container=self.container,
             limit=self.limit,
+            egress=self.egress,
         )
 
 
@@ -66,6 +87,7 @@ class CommandRecord(BaseModel):
     ok: bool
     container: str | None = None
     limit: str | None = None
+    egress: list[EgressRecord] = Field(default_factory=list)
 
 
 class BuildFile(BaseModel):
@@ -96,11 +118,12 @@ class ReapReport(BaseModel):
 
     containers: list[str] = Field(default_factory=list)
     volumes: list[str] = Field(default_factory=list)
+    networks: list[str] = Field(default_factory=list)
     folders: list[str] = Field(default_factory=list)
 
     @property
     def removed(self) -> int:
-        return len(self.containers) + len(self.volumes)
+        return len(self.containers) + len(self.volumes) + len(self.networks)
 
 
 class SandboxBench(BaseModel):

@@ -1,11 +1,10 @@
 """Labels on everything the sandbox creates, and the reaper that removes what a dead process left behind.
 
-Every container and volume carries ``<prefix>.managed``, its job, role, call, creation time and *owner*: the
-host name, PID and start time of the process that made it. An orphan is a resource whose owner process is gone
-(same host; the start time guards against PID reuse) or, for another host (e.g. a worker in its own container),
-one older than a long grace period. Resources of live processes are never touched, so concurrent jobs and test
-runs are safe.
-"""
+Every container, volume and (egress) network carries ``<prefix>.managed``, its job, role, call, creation time
+and *owner*: the host name, PID and start time of the process that made it. An orphan is a resource whose owner
+process is gone (same host; the start time guards against PID reuse) or, for another host (e.g. a worker in its
+own container), one older than a long grace period. Resources of live processes are never touched, so concurrent
+jobs and test runs are safe."""
 
 from __future__ import annotations
 
@@ -128,13 +127,23 @@ def reap_orphans(
             report.volumes.append(vol["Name"])
             if jobdir := vol_labels.get(f"{prefix}.jobdir"):
                 folders.add(jobdir)
+    for net in api.networks(filters={"label": managed}):
+        net_labels = net.get("Labels") or {}
+        orphan = is_orphan(net_labels, prefix, older_than_s=older_than_s, foreign_after_s=foreign_after_s, now=now)
+        if orphan and _remove_network(api, net["Id"]):
+            report.networks.append(net.get("Name") or net["Id"][:12])
     for folder in sorted(folders):
         path = Path(folder)
         if work_root is not None and path.is_relative_to(work_root) and path.exists():
             shutil.rmtree(path, ignore_errors=True)
             report.folders.append(folder)
-    if report.containers or report.volumes:
-        log.info("sandbox.reaped", containers=len(report.containers), volumes=len(report.volumes))
+    if report.containers or report.volumes or report.networks:
+        log.info(
+            "sandbox.reaped",
+            containers=len(report.containers),
+            volumes=len(report.volumes),
+            networks=len(report.networks),
+        )
     return report
 
 
@@ -151,6 +160,22 @@ def _remove_volume(api: docker.APIClient, name: str, attempts: int = 5) -> bool:
                 log.warning("sandbox.volume_remove_failed", volume=name, error=str(e))
                 return False
             time.sleep(0.05 * (attempt + 1))
+    return False
+
+
+def _remove_network(api: docker.APIClient, network_id: str) -> bool:
+    """Remove an egress network (its containers are gone first; an endpoint may linger for a moment)."""
+    for attempt in range(5):
+        try:
+            api.remove_network(network_id)
+            return True
+        except docker.errors.NotFound:
+            return False
+        except docker.errors.APIError as e:
+            if attempt == 4:
+                log.warning("sandbox.network_remove_failed", network=network_id[:12], error=str(e))
+                return False
+            time.sleep(0.1 * (attempt + 1))
     return False
 
 
@@ -179,6 +204,9 @@ def remove_job_resources(client: docker.DockerClient, prefix: str, job_id: str) 
     for vol in api.volumes(filters={"label": exact}).get("Volumes") or []:
         if ours(vol.get("Labels")):
             _remove_volume(api, vol["Name"])
+    for net in api.networks(filters={"label": exact}):
+        if ours(net.get("Labels")):
+            _remove_network(api, net["Id"])
     if removed:
         log.info("sandbox.job_removed", job=job_id, containers=removed)
     return removed

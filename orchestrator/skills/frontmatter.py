@@ -20,11 +20,13 @@ import jsonschema
 import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
+from orchestrator.egress import declaration_problem
 from orchestrator.skills.models import KNOWN_OPERATIONS, Declarations, Problem, Severity
 from orchestrator.skills.recover import recover_fields
 
 SPEC_KEYS = ("name", "description", "license", "allowed-tools", "metadata", "compatibility")
-DECLARATION_KEYS = ("requires-tools", "operations", "input-schema")
+DECLARATION_KEYS = ("requires-tools", "operations", "input-schema", "network", "secrets")
+MAX_DECLARED = 32  # hosts (or secrets) one skill may declare; more is refused whole
 #: Keys that clients of the format (Claude Code) define beyond the specification; read, not reported as unknown.
 CLIENT_KEYS = ("disable-model-invocation",)
 NAME_RE = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
@@ -491,6 +493,8 @@ def _declarations(fields: _Fields, metadata: dict[str, Any], problems: _Collecto
             line=pick("operations")[1],
             field="operations",
         )
+    network = _checked(names("network"), pick("network"), "network", problems)
+    secrets = _checked(names("secrets"), pick("secrets"), "secrets", problems)
     schema, line, label = pick("input-schema")
     if schema is not None:
         if not isinstance(schema, dict):
@@ -514,7 +518,22 @@ def _declarations(fields: _Fields, metadata: dict[str, Any], problems: _Collecto
                     field=label,
                 )
                 schema = None
-    return Declarations(requires_tools=requires_tools, operations=operations, input_schema=schema)
+    return Declarations(
+        requires_tools=requires_tools, operations=operations, input_schema=schema, network=network, secrets=secrets
+    )
+
+
+def _checked(values: list[str], where: tuple[Any, int | None, str], kind: str, problems: _Collector) -> list[str]:
+    """``values`` if few enough and each well-formed, else a problem and nothing: a declaration that cannot be read
+    whole cannot be granted either."""
+    found = [p for p in (declaration_problem(kind, v) for v in values[:MAX_DECLARED]) if p]
+    if len(values) > MAX_DECLARED:
+        found.insert(0, f"{len(values)} entries (at most {MAX_DECLARED})")
+    if found:
+        label = where[2]
+        problems.add("declaration_invalid", f"'{label}': {'; '.join(found[:3])}", "error", line=where[1], field=label)
+        return []
+    return list(dict.fromkeys(values))
 
 
 def _jsonable(value: Any, depth: int = 0) -> Any:

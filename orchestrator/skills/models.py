@@ -112,6 +112,10 @@ class Declarations(_Model):
     requires_tools: list[str] = Field(default_factory=list)
     operations: list[str] = Field(default_factory=list)
     input_schema: dict[str, Any] | None = None
+    network: list[str] = Field(default_factory=list)
+    """``HOST[:PORT]`` the skill's scripts call (HTTPS); granted only by the operator's ``egress`` settings."""
+    secrets: list[str] = Field(default_factory=list)
+    """Names of secrets the skill's calls need; the egress proxy injects their values, the sandbox never sees them."""
 
 
 class SkillSummary(_Model):

@@ -14,6 +14,7 @@ from typing import Any
 
 from orchestrator.errors import SandboxError, SandboxErrorCode
 from orchestrator.sandbox.backend import ScriptArgs
+from orchestrator.sandbox.egress import EgressPlan
 from orchestrator.sandbox.models import BuildFile, ScriptResult
 
 FakeScript = Callable[[ScriptArgs, dict[str, bytes]], Any]
@@ -119,6 +120,7 @@ class InMemorySandbox:
         self.tools = dict(tools or {"python3": "3.11", "node": "18", "bash": "5"})
         self.jobs: list[InMemoryJob] = []
         self.operations: list[tuple[str, ...]] = []  # what each job was opened with
+        self.egress: list[EgressPlan | None] = []
         self.goals: list[str] = []  # the goal each job was opened for
 
     def open_job(
@@ -130,7 +132,9 @@ class InMemorySandbox:
         inputs_dir: Path | None = None,
         operations: Sequence[str] = (),
         goal: str = "",
+        egress: EgressPlan | None = None,
     ) -> InMemoryJob:
+        self.egress.append(egress)
         self.operations.append(tuple(operations))
         self.goals.append(goal or job_id)
         job = InMemoryJob(job_id, self.scripts, disk_mb, self.commands)

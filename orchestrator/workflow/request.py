@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from orchestrator.config import Budgets, Settings
 from orchestrator.errors import ConfigError, WorkflowError
@@ -70,6 +70,10 @@ class BudgetOverrides(BaseModel):
         ]
 
 
+GRANT_FIELDS = frozenset({"egress", "grants", "network", "secrets", "hosts", "extra_hosts", "upstream_ca_file"})
+"""Fields a goal line might use to ask for network or secrets: refused by name (any other unknown field is too)."""
+
+
 class GoalRequest(BaseModel):
     """One goal: a goal line, or ``run``'s options. Only ``goal`` is required."""
 
@@ -86,6 +90,17 @@ class GoalRequest(BaseModel):
     out: str | None = None
     response: Response | None = None
     """How the result answers (``supervisor.response`` when not given): SUMMARY ``answer`` or SCORED ``scores``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _grants_nothing(cls, data: Any) -> Any:
+        """A goal line is the producer's: network and secrets are granted only by the operator's settings."""
+        if isinstance(data, dict) and (asked := sorted(GRANT_FIELDS & {str(k).lower() for k in data})):
+            raise ValueError(
+                f"a goal cannot grant itself network or secrets ({', '.join(asked)}): the operator grants them "
+                "per library or skill in the settings' egress section (ORCH_EGRESS)"
+            )
+        return data
 
     @field_validator("goal")
     @classmethod

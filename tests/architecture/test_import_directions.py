@@ -16,7 +16,7 @@ from pathlib import Path
 import orchestrator
 
 PACKAGE = Path(orchestrator.__file__).parent
-BASE = {"config", "errors", "logs", "tokens", "prompts", "tracing", "isolation"}
+BASE = {"config", "errors", "logs", "tokens", "prompts", "tracing", "isolation", "egress"}
 BELOW: dict[str, set[str]] = {
     "__main__": {"cli"},
     "cli": {"api", "worker"},  # operators reach the ledger directly; producers' commands go through the api
@@ -33,7 +33,8 @@ BELOW: dict[str, set[str]] = {
     "testing": {"llm", "sandbox"},  # fakes of the model and of the sandbox, for tests only
 }
 BASE_RULES: dict[str, set[str]] = {
-    "config": {"errors"},
+    "config": {"errors", "egress"},
+    "egress": set(),  # the operator's egress grants: a settings section of its own
     "prompts": set(),
     "errors": set(),
     "isolation": {"errors"},  # bounded child processes for parsing untrusted data

@@ -29,6 +29,8 @@ def _sweep(docker_client) -> Iterator[None]:
             kind, name = item.split(" ", 1)
             if kind == "volume":
                 docker_client.api.remove_volume(name, force=True)
+            elif kind == "network":
+                docker_client.api.remove_network(name)
         pytest.fail(f"sandbox resources left behind: {left}")
 
 

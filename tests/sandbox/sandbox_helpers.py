@@ -11,7 +11,7 @@ TEST_LABEL_PREFIX = "orchtest"  # as in tests/conftest.py
 
 
 def leftovers(docker_client, prefix: str = TEST_LABEL_PREFIX) -> list[str]:
-    """Containers and volumes of ours (this process, or a process that has died) still present."""
+    """Containers, volumes and networks of ours (this process, or a process that has died) still present."""
     me = owner_id()
     key = f"{prefix}.managed"
 
@@ -26,6 +26,8 @@ def leftovers(docker_client, prefix: str = TEST_LABEL_PREFIX) -> list[str]:
     ]
     volumes = docker_client.api.volumes(filters={"label": key}).get("Volumes") or []
     found += [f"volume {v['Name']}" for v in volumes if ours(v.get("Labels") or {})]
+    networks = docker_client.api.networks(filters={"label": key})
+    found += [f"network {n['Name']}" for n in networks if ours(n.get("Labels") or {})]
     return found
 
 

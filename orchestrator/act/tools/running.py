@@ -166,6 +166,9 @@ def run_command(ctx: ActContext, args: RunCommandArgs) -> ToolOutcome:
     return ToolOutcome(ok=True, data=data, changed_files=call.changed, container=call.container)
 
 
+EGRESS_SHOWN = {"host", "port", "method", "path", "status", "allowed", "reason"}
+
+
 class _Call:
     def __init__(self, data: dict[str, Any], changed: tuple[str, ...], outputs: dict[str, str],
                  container: dict[str, Any]) -> None:
@@ -203,8 +206,10 @@ def _finish_call(ctx: ActContext, result: ScriptResult, before: dict[str, str], 
         if len(result.stdout_text) > STDOUT_SHOWN_CHARS:
             shown, total = STDOUT_SHOWN_CHARS, len(result.stdout_text)
             data["stdout_cut"] = render_prompt("notes/stdout_cut", shown=shown, total=total)
+    if result.egress:  # what the egress proxy let through or refused, so the model knows why a call failed
+        data["egress"] = [r.model_dump(include=EGRESS_SHOWN, exclude_none=True) for r in result.egress]
     record = result.command_record()
-    container = {
+    container: dict[str, Any] = {
         "container": result.container,
         "cmd": shlex.join(record.cmd) if record.cmd else result.script,
         "exit_code": record.exit_code,
@@ -216,6 +221,8 @@ def _finish_call(ctx: ActContext, result: ScriptResult, before: dict[str, str], 
         "oom_killed": result.oom_killed,
         "limit": record.limit,
     }
+    if result.egress:
+        container["egress"] = [r.model_dump() for r in result.egress]
     return _Call(data, changed, outputs, container)
 
 
