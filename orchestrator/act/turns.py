@@ -16,7 +16,7 @@ from orchestrator.act.packing import pack_messages
 from orchestrator.act.steps import Continue, Exit, StepResult, Stopped
 from orchestrator.act.tools import ToolSet
 from orchestrator.errors import ModelError
-from orchestrator.llm.images import ViewedImage
+from orchestrator.llm.image_input import ViewedImage
 from orchestrator.llm.interface import ChatModel, ImagePart, Message, ModelResponse, ToolCall
 from orchestrator.prompts import load_prompt, render_prompt
 from orchestrator.validate.validator import ValidationReport

@@ -16,7 +16,7 @@ from rich.table import Table
 from orchestrator.cli.common import EXIT_USAGE, emit_json, fail, plain, state
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.llm.factory import open_model
-from orchestrator.llm.images import ImageLimits
+from orchestrator.llm.image_input import ImageLimits
 from orchestrator.validate.report import ValidationReport
 from orchestrator.validate.rules import ContractRules, ExpectedOutputs
 from orchestrator.validate.validator import validate_outputs

@@ -14,10 +14,10 @@ from pathlib import Path
 
 from orchestrator.config import ModelSettings
 from orchestrator.errors import ConfigError
-from orchestrator.llm.cache import ResponseCache
 from orchestrator.llm.headers import passed_over
 from orchestrator.llm.interface import ChatModel
 from orchestrator.llm.openai_client import OpenAIChatModel
+from orchestrator.llm.response_cache import ResponseCache
 from orchestrator.llm.scenario import Scenario, load_scenario
 from orchestrator.llm.scenario_server import ScenarioServer, start_scenario_server
 from orchestrator.logs import get_logger

@@ -21,8 +21,8 @@ import openai
 from orchestrator.config import ModelSettings
 from orchestrator.errors import ModelError, ModelErrorCode
 from orchestrator.llm import headers as orch_headers
-from orchestrator.llm.cache import ResponseCache, WireCall, WireReply, request_key
 from orchestrator.llm.interface import Message, ModelResponse, Purpose, ToolCall, ToolSpec, UnreadCall, Usage
+from orchestrator.llm.response_cache import ResponseCache, WireCall, WireReply, request_key
 from orchestrator.llm.serving import is_loopback
 from orchestrator.llm.textcalls import read_text_calls
 from orchestrator.logs import get_logger

@@ -17,7 +17,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrator.llm.cutjson import close_cut_json
-from orchestrator.llm.images import ViewedImage
+from orchestrator.llm.image_input import ViewedImage
 from orchestrator.llm.interface import ChatModel, ImagePart, Message
 from orchestrator.llm.jsonreply import json_in_reply
 from orchestrator.prompts import load_prompt, render_prompt

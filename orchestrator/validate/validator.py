@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Literal
 
 from orchestrator.config import LayoutSettings
-from orchestrator.llm.images import ImageLimits, ImageRefused, ViewedImage, check_image
+from orchestrator.llm.image_input import ImageLimits, ImageRefused, ViewedImage, check_image
 from orchestrator.llm.interface import ChatModel
 from orchestrator.logs import get_logger
 from orchestrator.validate.contract import ContractOutcome, check_contract

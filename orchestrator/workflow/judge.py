@@ -15,7 +15,7 @@ from orchestrator.act.memo import verdict_key
 from orchestrator.act.models import Unmet
 from orchestrator.config import Settings
 from orchestrator.errors import BudgetExceeded, OrchestratorError
-from orchestrator.llm.images import ImageLimits
+from orchestrator.llm.image_input import ImageLimits
 from orchestrator.logs import get_logger
 from orchestrator.skills.tree import tree_hash
 from orchestrator.validate.layout.findings import BRAND_FILE

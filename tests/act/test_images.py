@@ -9,7 +9,7 @@ import zlib
 import pytest
 from PIL import Image
 
-from orchestrator.llm.images import ImageLimits, ImageRefused, check_image
+from orchestrator.llm.image_input import ImageLimits, ImageRefused, check_image
 
 
 def png(width: int = 30, height: int = 20) -> bytes:

@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from orchestrator.config import ModelSettings
-from orchestrator.llm.cache import ResponseCache
 from orchestrator.llm.headers import pass_over, split_cursor
 from orchestrator.llm.interface import Message, Purpose
 from orchestrator.llm.openai_client import OpenAIChatModel
+from orchestrator.llm.response_cache import ResponseCache
 from orchestrator.llm.scenario import parse_scenario
 from orchestrator.llm.scenario_server import ScenarioLibraryServer
 

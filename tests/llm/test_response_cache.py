@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from orchestrator.config import ModelSettings
-from orchestrator.llm.cache import ResponseCache, request_key
 from orchestrator.llm.factory import open_scripted_model
 from orchestrator.llm.interface import Message, ToolSpec
 from orchestrator.llm.openai_client import OpenAIChatModel
+from orchestrator.llm.response_cache import ResponseCache, request_key
 from orchestrator.llm.scenario import parse_scenario
 from orchestrator.llm.scenario_server import start_scenario_server
 

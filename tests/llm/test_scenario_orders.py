@@ -9,9 +9,9 @@ import pytest
 
 from orchestrator.config import ModelSettings
 from orchestrator.errors import ModelError
-from orchestrator.llm.cache import ResponseCache
 from orchestrator.llm.factory import open_scripted_model
 from orchestrator.llm.interface import Message
+from orchestrator.llm.response_cache import ResponseCache
 from orchestrator.llm.scenario import ScriptMismatch, parse_scenario
 
 FAST = ModelSettings(max_retries=0, request_timeout_s=5)

@@ -12,7 +12,7 @@ from PIL import Image
 from validator_helpers import RecordingModel, make_deck, verdict, write
 
 from orchestrator.errors import ModelError
-from orchestrator.llm.images import ImageLimits
+from orchestrator.llm.image_input import ImageLimits
 from orchestrator.validate import ContractRules, ExpectedOutputs, ValidationStats, validate_outputs
 from orchestrator.validate.semantic import MAX_INDEX_ENTRIES, index_lines, parse_verdict
 

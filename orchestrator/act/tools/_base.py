@@ -16,7 +16,7 @@ from pydantic import AliasChoices, BaseModel, ConfigDict, Field, model_validator
 from pydantic.fields import FieldInfo
 
 from orchestrator.act.context import ActContext
-from orchestrator.llm.images import ViewedImage
+from orchestrator.llm.image_input import ViewedImage
 from orchestrator.llm.interface import ToolSpec
 from orchestrator.prompts import tool_text
 

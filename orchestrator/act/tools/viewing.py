@@ -2,7 +2,7 @@
 
 A ``.pptx``/``.docx``/``.xlsx``/``.pdf`` is rendered once per content (:func:`orchestrator.act.thumbnails.render_once`:
 LibreOffice -> PDF -> a numbered contact sheet of every page) and the sheet is shown; ``page`` shows one page large.
-The tool checks the picture (see :mod:`orchestrator.llm.images`) and answers with its size; the image itself follows
+The tool checks the picture (:mod:`orchestrator.llm.image_input`) and answers with its size; the image itself follows
 in a user message right after the tool results (``ToolOutcome.image``), since Chat Completions takes images there.
 At most ``disclosure.images_max`` images per Act are sent, and renderings count against ``qa.thumbnail_max_files``.
 """
@@ -16,7 +16,7 @@ from orchestrator.act.renders import OverCap, render_once
 from orchestrator.act.tools._base import ToolArgs, ToolOutcome, fail, tool, violation
 from orchestrator.act.workspace import clean_build_path
 from orchestrator.errors import PathEscapeError, SandboxError
-from orchestrator.llm.images import ImageLimits, ImageRefused, check_image
+from orchestrator.llm.image_input import ImageLimits, ImageRefused, check_image
 from orchestrator.prompts import render_prompt, tool_text
 from orchestrator.sandbox.thumbnails import Thumbnail, is_renderable, page_image
 
