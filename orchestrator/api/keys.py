@@ -18,9 +18,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from orchestrator.errors import ConfigError
+from orchestrator.worker.tenancy import OWNER_PATTERN as PRODUCER_PATTERN
 
-PRODUCER_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
-"""A producer's name: it names Redis keys and is shown to people (full-string match only)."""
 KEY_PREFIX = "orch:apikey:"
 HASH_PREFIX = "orch:apikey-sha256:"
 NAMES = "orch:apikeys"

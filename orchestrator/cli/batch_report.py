@@ -44,7 +44,7 @@ def timeline(records: list[JobRecord]) -> go.Figure:
             text = (f"{_safe(r.job_id)} {_safe(h['phase'])} (attempt {h.get('attempt')})<br>worker {_safe(worker)}"
                     f"<br>{end - start:.2f} s → {_safe(h.get('outcome'))}")
             fig.add_trace(go.Bar(
-                x=[max((end - start) * 1000, 1)], base=[_when(start)], y=[r.job_id], orientation="h",
+                x=[max((end - start) * 1000, 1)], base=[_when(start)], y=[_safe(r.job_id)], orientation="h",
                 marker_color=colour[worker], name=_safe(worker), legendgroup=worker,
                 showlegend=worker not in shown, hovertext=[text], hoverinfo="text",
                 text=[_safe(h["phase"])], textposition="inside", insidetextanchor="middle",
@@ -52,9 +52,9 @@ def timeline(records: list[JobRecord]) -> go.Figure:
             shown.add(worker)
         if r.state in ("failed", "unmet", "cancelled") and r.finished_at:
             fig.add_trace(go.Scatter(
-                x=[_when(r.finished_at)], y=[r.job_id], mode="markers", marker_symbol="x", marker_size=12,
+                x=[_when(r.finished_at)], y=[_safe(r.job_id)], mode="markers", marker_symbol="x", marker_size=12,
                 marker_color=STATE_COLOURS[r.state], name=r.state, legendgroup=r.state, showlegend=r.state not in shown,
-                hovertext=[f"{_safe(r.job_id)} {r.state}: {_safe(reason_of(r) or '-')}"], hoverinfo="text",
+                hovertext=[f"{_safe(r.job_id)} {_safe(r.state)}: {_safe(reason_of(r) or '-')}"], hoverinfo="text",
             ))
             shown.add(r.state)
     fig.update_layout(

@@ -19,7 +19,7 @@ from orchestrator.worker.inputs import materialise
 from orchestrator.worker.jobfiles import claim_output, evidence_dir, job_out_dir, write_owner
 from orchestrator.worker.ledger import JobRecord, JobRequest, Ledger
 from orchestrator.worker.submit import MB
-from orchestrator.worker.tenancy import Refused, check_checkpoint, job_work_dir
+from orchestrator.worker.tenancy import Refused, check_checkpoint, check_record, job_work_dir
 from orchestrator.worker.views import unmet_reason
 from orchestrator.workflow import phases
 from orchestrator.workflow.evidence import save_evidence
@@ -49,6 +49,7 @@ def job_settings(settings: Settings, request: JobRequest | None) -> Settings:
 
 def saved_state(settings: Settings, ledger: Ledger, record: JobRecord, phase: Phase) -> Checkpoint:
     """The state the phase starts from: a new goal's (its folders made, inputs staged) for Plan, else the last saved."""
+    check_record(record)  # the ledger is input too: nothing it names is used before it is checked
     if isinstance(phase, phases.Plan):
         req = record.request
         budgets = job_settings(settings, req)  # budgets within the ceilings, or the job fails here

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +13,9 @@ from orchestrator.config import Settings
 from orchestrator.errors import WorkflowError
 from orchestrator.logs import mask_value
 from orchestrator.worker.ledger import JobRecord, Ledger
-from orchestrator.worker.tenancy import own_out_dir
+from orchestrator.worker.tenancy import STACK_PATTERN, Refused, own_out_dir
 from orchestrator.workflow.evidence import write_evidence
+from orchestrator.workflow.request import job_id_ok
 
 OWNERS_DIR = ".orchestrator/owners"
 """Under the output root: which ledger and job own each job folder (``<out>.json``), so two stacks sharing an
@@ -27,8 +29,17 @@ def job_out_dir(settings: Settings, record: JobRecord) -> Path:
 
 def evidence_dir(settings: Settings, record: JobRecord) -> Path:
     """``<cache>/jobs/<stack>/<job id>/run-<n>``: a re-run keeps the earlier runs' evidence, and two ledgers sharing
-    a cache folder never write over each other's."""
-    return settings.cache_dir / "jobs" / (record.stack or "local") / record.job_id / f"run-{record.run}"
+    a cache folder never write over each other's. A stack or job id altered in Redis never leads elsewhere: the
+    evidence of such a job (its failure) goes under ``<cache>/jobs/altered/``."""
+    root = (settings.cache_dir / "jobs").resolve()
+    stack = record.stack or "local"
+    if not re.fullmatch(STACK_PATTERN, stack) and stack != "local":
+        stack = "altered"
+    job = record.job_id if job_id_ok(record.job_id) else "altered"
+    folder = root / stack / job / f"run-{max(1, int(record.run))}"
+    if not folder.resolve().is_relative_to(root):
+        raise Refused(f"evidence folder of {job} resolves outside {root}", where="evidence")
+    return folder
 
 
 def _owner_file(settings: Settings, folder: Path) -> Path:

@@ -10,6 +10,7 @@ scripts, so two workers never both decide to run the same phase.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 import time
 from enum import StrEnum
@@ -22,8 +23,9 @@ from redis.commands.core import Script
 from redis.retry import Retry
 from redis.typing import EncodableT, FieldT
 
+from orchestrator.errors import WorkflowError
 from orchestrator.worker.inputs import InputRef
-from orchestrator.worker.tenancy import DEFAULT_LIBRARY
+from orchestrator.worker.tenancy import DEFAULT_LIBRARY, STACK_PATTERN
 from orchestrator.workflow import phases
 from orchestrator.workflow.goal import Checkpoint, SkillsUsed
 from orchestrator.workflow.phases import PhaseKind
@@ -491,9 +493,17 @@ class Ledger:
         return runs
 
     def stack_id(self) -> str:
-        """This ledger's identity, made once (first caller wins) and kept in Redis."""
+        """This ledger's identity, made once (first caller wins) and kept in Redis; a value this program did not
+        make (it names evidence folders) is refused."""
         self.r.set(f"{PREFIX}:stack", secrets.token_hex(6), nx=True)
-        return _text(self.r.get(f"{PREFIX}:stack"))
+        stack = _text(self.r.get(f"{PREFIX}:stack"))
+        if not re.fullmatch(STACK_PATTERN, stack):
+            raise WorkflowError(
+                f"the ledger's identity {PREFIX}:stack in Redis is {stack[:80]!r}, not one this program made",
+                where="ledger",
+                next_step=f"protect Redis (password, ACL users), then DEL {PREFIX}:stack",
+            )
+        return stack
 
     # -- workers present ---------------------------------------------------------------------------------------
 

@@ -15,10 +15,14 @@ from typing import Any
 
 from orchestrator.config import Settings
 from orchestrator.errors import WorkflowError
-from orchestrator.workflow.request import check_job_id
+from orchestrator.workflow.request import JOB_ID_PATTERN, check_job_id
 
 LIBRARY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
 DEFAULT_LIBRARY = "default"
+OWNER_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+"""A producer's name (its API key's): names Redis keys and is shown to people. Matched as a whole string only."""
+STACK_PATTERN = r"[0-9a-f]{1,64}"
+"""A ledger's identity (``Ledger.stack_id``): it names the evidence folder ``<cache>/jobs/<stack>/``."""
 
 
 class Refused(WorkflowError):
@@ -81,6 +85,34 @@ def own_out_dir(settings: Settings, job_id: str, out: str | None) -> Path:
     if target.parent != root:
         raise Refused(f"output folder of {job_id} resolves outside the output root {root}", where="output")
     return target
+
+
+def record_problems(record: Any) -> list[str]:
+    """What is wrong with a job record read back from Redis: every field that names a folder, a key or a person
+    must match its pattern as a whole string (a value ending in a newline, a path or ``..`` does not). The library
+    and the scenario are checked where they are opened (:func:`library_root`, :func:`scenario_file`)."""
+    checks = [
+        ("job_id", record.job_id, JOB_ID_PATTERN),
+        ("stack", record.stack or "0", STACK_PATTERN),
+        ("owner", record.owner if record.owner is not None else "0", OWNER_PATTERN),
+        ("batch", record.batch if record.batch is not None else "0", JOB_ID_PATTERN),
+        ("out", record.out or record.job_id, JOB_ID_PATTERN),
+    ]
+    problems = [f"{name} {str(value)[:120]!r} is not a valid {name}" for name, value, pattern in checks
+                if not isinstance(value, str) or not re.fullmatch(pattern, value)]
+    if record.run < 1:
+        problems.append(f"run {record.run} is not a run number")
+    return problems
+
+
+def check_record(record: Any) -> None:
+    """Refuse a job record whose identifying or path-bearing fields were altered in Redis."""
+    if problems := record_problems(record):
+        raise Refused(
+            "the job's record in Redis was altered: " + "; ".join(problems),
+            where="ledger",
+            next_step="protect Redis (password, ACL users) and submit the goal again",
+        )
 
 
 def job_work_dir(settings: Settings, job_id: str) -> Path:
