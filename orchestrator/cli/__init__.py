@@ -1,18 +1,24 @@
 """``python -m orchestrator``: one CLI, sub-commands grouped by area.
 
-Each area keeps its commands in a module of this package; this module only assembles them.
+Each area keeps its commands in a module of this package; this module only assembles them, and loads only the
+command it runs: ``python -m orchestrator jobs ID`` imports ``cli/jobs.py`` (and what it needs), never the sandbox,
+the model client or Celery. Every other command is listed by its name and help alone. ``app`` (``from
+orchestrator.cli import app``) is the whole CLI with every command loaded, for the reference pages and tests.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import signal
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from orchestrator.cli import api, bench, cache, compose, jobs, keys, llm, run, sandbox, skills, submit, validate
-from orchestrator.cli.common import CliState
 from orchestrator.logs import LEVELS, check_level
 
 # Exit codes and prerequisites, shown under each command's --help (and so in the generated CLI reference).
@@ -45,14 +51,45 @@ WORKER_EPILOG = (
     "Exit codes: Celery's (0 after a warm shutdown); 2 bad settings, before Celery starts."
 )
 
-app = typer.Typer(
-    name="orchestrator",
-    help="Skills runtime: a model picks Claude-compatible skills for a goal and runs their scripts in a Docker "
-    "sandbox.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
+
+@dataclass(frozen=True)
+class Entry:
+    """Where a command lives (``orchestrator.cli.<module>``, attribute ``attr``) and what its help says."""
+
+    module: str
+    attr: str
+    help: str
+    group: bool = False
+    """A Typer app of sub-commands (``skills list``), not one command."""
+    epilog: str | None = None
+
+
+COMMANDS: dict[str, Entry] = {
+    "skills": Entry("skills", "app", "List and inspect skills (L1 index, L2 body, L3 references).", group=True),
+    "sandbox": Entry("sandbox", "app", "Run scripts in the Docker sandbox; build its image; reap orphans.", group=True),
+    "compose": Entry("compose", "app", "Prepare the compose stack: build its images, write the host settings (.env).",
+                     group=True),
+    "cache": Entry("cache", "app", "Show or clear the cache folder (job folders, evidence, memo).", group=True),
+    "bench": Entry("bench", "app", "Benchmarks that print JSON with side-by-side ratios.", group=True),
+    "run": Entry("run", "run_goal", "Run a goal end to end (Plan -> Act -> Reflect) in this process.",
+                 epilog=RUN_EPILOG),
+    "validate": Entry("validate", "validate_cmd",
+                      "Validate an output folder: contract rules, then (with --model) semantics."),
+    "submit": Entry("submit", "submit", "Queue goals (JSONL, one per line) for the workers; --wait for the results.",
+                    epilog=SUBMIT_EPILOG),
+    "jobs": Entry("jobs", "jobs",
+                  "The job ledger: states, attempts, workers, artifacts, traces; cancel, re-run, download, batches.",
+                  epilog=JOBS_EPILOG),
+    "worker": Entry("jobs", "worker", "Run a Celery worker for the Plan/Act/Reflect tasks.", epilog=WORKER_EPILOG),
+    "api": Entry("api", "serve", "Serve the producers' HTTP API (keys from `keys create`)."),
+    "keys": Entry("keys", "app", "Producers' API keys: create (printed once), list, revoke.", group=True),
+    "scripted-llm": Entry("llm", "scripted_llm",
+                          "Serve a scripted scenario (or a recording) as an OpenAI-compatible endpoint."),
+    "record-llm": Entry("llm", "record_llm",
+                        "Record real model sessions: a pass-through proxy that writes what it forwards."),
+}
+"""Every command, in the order ``--help`` lists them."""
+ROOT_OPTIONS_WITH_VALUE = ("--config", "--log-level")
 
 
 def _check_log_level(value: str) -> str:
@@ -62,7 +99,6 @@ def _check_log_level(value: str) -> str:
         raise typer.BadParameter(str(e)) from e
 
 
-@app.callback()
 def _root(
     ctx: typer.Context,
     config: Annotated[
@@ -81,41 +117,65 @@ def _root(
         ),
     ] = "WARNING",
 ) -> None:
+    # Deferred: the settings machinery loads when a command runs, not for --help.
+    from orchestrator.cli.common import CliState
+
     ctx.obj = CliState(config_file=config, log_level=log_level)
 
 
-app.add_typer(skills.app, name="skills", help="List and inspect skills (L1 index, L2 body, L3 references).")
-app.add_typer(
-    sandbox.app, name="sandbox", help="Run scripts in the Docker sandbox; build its image; reap orphans."
-)
-app.add_typer(
-    compose.app, name="compose", help="Prepare the compose stack: build its images, write the host settings (.env)."
-)
-app.add_typer(cache.app, name="cache", help="Show or clear the cache folder (job folders, evidence, memo).")
-app.add_typer(bench.app, name="bench", help="Benchmarks that print JSON with side-by-side ratios.")
-app.command("run", help="Run a goal end to end (Plan -> Act -> Reflect) in this process.", epilog=RUN_EPILOG)(
-    run.run_goal
-)
-app.command("validate", help="Validate an output folder: contract rules, then (with --model) semantics.")(
-    validate.validate_cmd
-)
-app.command(
-    "submit", help="Queue goals (JSONL, one per line) for the workers; --wait for the results.", epilog=SUBMIT_EPILOG
-)(submit.submit)
-app.command(
-    "jobs",
-    help="The job ledger: states, attempts, workers, artifacts, traces; cancel, re-run, download, batches.",
-    epilog=JOBS_EPILOG,
-)(jobs.jobs)
-app.command("worker", help="Run a Celery worker for the Plan/Act/Reflect tasks.", epilog=WORKER_EPILOG)(jobs.worker)
-app.command("api", help="Serve the producers' HTTP API (keys from `keys create`).")(api.serve)
-app.add_typer(keys.app, name="keys", help="Producers' API keys: create (printed once), list, revoke.")
-app.command("scripted-llm", help="Serve a scripted scenario (or a recording) as an OpenAI-compatible endpoint.")(
-    llm.scripted_llm
-)
-app.command("record-llm", help="Record real model sessions: a pass-through proxy that writes what it forwards.")(
-    llm.record_llm
-)
+def _listed_only(ctx: typer.Context) -> None:
+    """Stands for a command that was not loaded; ``main`` loads the command it runs, so this only runs when an app
+    built by ``build_app`` is called with another one: it loads that command and runs it."""
+    name = ctx.info_name or ""
+    build_app({name})([name, *ctx.args], prog_name=ctx.find_root().info_name)
+
+
+def build_app(load: set[str] | None = None) -> typer.Typer:
+    """The CLI with the commands named in ``load`` loaded (every one when None); the others listed by name and help."""
+    app = typer.Typer(
+        name="orchestrator",
+        help="Skills runtime: a model picks Claude-compatible skills for a goal and runs their scripts in a Docker "
+        "sandbox.",
+        no_args_is_help=True,
+        pretty_exceptions_enable=False,
+        add_completion=False,
+    )
+    app.callback()(_root)
+    for name, entry in COMMANDS.items():
+        if load is not None and name not in load:
+            app.command(name, help=entry.help, epilog=entry.epilog, add_help_option=False,
+                        context_settings={"allow_extra_args": True, "ignore_unknown_options": True})(_listed_only)
+            continue
+        target = getattr(importlib.import_module(f"orchestrator.cli.{entry.module}"), entry.attr)
+        if entry.group:
+            app.add_typer(target, name=name, help=entry.help)
+        else:
+            app.command(name, help=entry.help, epilog=entry.epilog)(target)
+    return app
+
+
+@functools.cache
+def _whole_app() -> typer.Typer:
+    return build_app()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "app":  # the whole CLI, every command loaded (the reference pages, tests)
+        return _whole_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def command_named(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` runs (its first word after the root options), or None (``--help``, no command)."""
+    words = iter(argv)
+    for word in words:
+        if word in ROOT_OPTIONS_WITH_VALUE:
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+        elif word in ("--help", "-h"):
+            return None
+    return None
 
 
 def _stop(signum: int, _frame: object) -> None:
@@ -133,4 +193,5 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _stop)
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:  # a background job started with Ctrl-C ignored
         signal.signal(signal.SIGINT, _stop)
-    app()
+    command = command_named(sys.argv[1:])
+    build_app({command} if command is not None else set())()

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from orchestrator.cli.common import emit_json, fail, state
+from orchestrator.cli.startup import bench_cli
 from orchestrator.errors import OrchestratorError
 from orchestrator.sandbox.call_bench import bench_sandbox
 from orchestrator.sandbox.docker import Prewarm, SandboxRunner
@@ -136,3 +137,15 @@ def tokens_bench(
             f"first run {result.first_run_tokens} tokens, second run {result.second_run_tokens} "
             f"({result.second_run_saving:.0%} fewer; {result.second_run_response_cache_hits} replies from the cache)"
         )
+
+
+@app.command(
+    "cli",
+    help="How fast the CLI starts: each command from a fresh interpreter, lazily (as it runs now) and eagerly (every "
+    "command module imported first), medians side by side, and the heavy libraries each still loads. Prints JSON.",
+)
+def cli_bench(
+    repeats: Annotated[int, typer.Option("--repeats", min=1, help="Runs of each command in each mode.")] = 5,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout (always).")] = True,
+) -> None:
+    emit_json(bench_cli(repeats))

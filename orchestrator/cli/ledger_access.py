@@ -15,6 +15,8 @@ from orchestrator.errors import ConfigError
 from orchestrator.logs import mask_secrets
 from orchestrator.worker.ledger import Ledger
 
+COLOURS = {"done": "green", "unmet": "yellow", "failed": "red", "cancelled": "magenta", "stalled": "red"}
+"""A job state's colour in every table (``jobs``, ``submit --wait``)."""
 PIPED_WIDTH = 10_000
 """Off a terminal nothing is cut or folded: ids, reasons and span lines stay whole on one line each."""
 

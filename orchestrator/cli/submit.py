@@ -15,13 +15,11 @@ from rich.table import Table
 from rich.text import Text
 
 from orchestrator.cli.common import emit_json, fail, notice, state
-from orchestrator.cli.ledger_access import Outage, console, literal, open_ledger
+from orchestrator.cli.ledger_access import COLOURS, Outage, console, literal, open_ledger
 from orchestrator.config import Settings
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.worker.ledger import TERMINAL, JobRecord, Ledger
-from orchestrator.worker.submit import submit_lines
 from orchestrator.worker.views import no_worker_note, shown_state, summary
-from orchestrator.workflow.steps import new_job_id
 
 EXIT_TIMEOUT = 3
 """``submit --wait --timeout S`` ended before every job did."""
@@ -30,7 +28,6 @@ REDIS_OUTAGE_S = 600.0
 (exit ``EXIT_TIMEOUT``; the jobs go on)."""
 PROGRESS_EVERY_S = 5.0
 """Off a terminal, a progress line this often (a CI log shows the batch moving)."""
-COLOURS = {"done": "green", "unmet": "yellow", "failed": "red", "cancelled": "magenta", "stalled": "red"}
 
 
 def submit(
@@ -56,6 +53,10 @@ def submit(
     # the commands that talk to the broker, after the settings are known.
     from orchestrator.worker.celery_app import create_app
     from orchestrator.worker.dispatch import enqueue_phase
+
+    # Deferred: checking goal lines loads the goal's request models and job ids, not needed for --help.
+    from orchestrator.worker.submit import submit_lines
+    from orchestrator.workflow.steps import new_job_id
 
     try:
         settings = state(ctx).settings()

@@ -11,16 +11,19 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from orchestrator.config import ModelSettings
 from orchestrator.errors import ConfigError
 from orchestrator.llm.headers import passed_over
 from orchestrator.llm.interface import ChatModel
-from orchestrator.llm.openai_client import OpenAIChatModel
 from orchestrator.llm.response_cache import ResponseCache
 from orchestrator.llm.scenario import Scenario, load_scenario
-from orchestrator.llm.scenario_server import ScenarioServer, start_scenario_server
 from orchestrator.logs import get_logger
+
+if TYPE_CHECKING:  # the client (and the openai SDK) loads when a model is opened, not when a spec is parsed
+    from orchestrator.llm.openai_client import OpenAIChatModel
+    from orchestrator.llm.scenario_server import ScenarioServer
 
 SCRIPTED_API_KEY = "scripted-no-key"
 TRACE_ENV = "ORCH_SCRIPTED_TRACE"
@@ -61,6 +64,9 @@ def open_model(
     tracked) is where a scripted conversation stands (``X-Orch-Cursor``, see ``orchestrator.llm.headers``).
     ``cache_dir`` (the cache folder; None with ``--no-memo``) holds the response cache under ``store/responses``.
     """
+    # Deferred: the openai SDK takes a second to import; parsing a model spec (submit, jobs) must not pay for it.
+    from orchestrator.llm.openai_client import OpenAIChatModel
+
     kind, value = parse_model_spec(spec)
     cache = response_cache(cache_dir)
     if kind == "openai":
@@ -101,6 +107,10 @@ def open_scripted_model(
     ``cursor`` is where the conversation stands (``X-Orch-Cursor``; an earlier process played the steps before
     it); ``partial`` means this process plays only some of the steps, so steps left over are expected.
     """
+    # Deferred: the openai SDK takes a second to import; parsing a model spec (submit, jobs) must not pay for it.
+    from orchestrator.llm.openai_client import OpenAIChatModel
+    from orchestrator.llm.scenario_server import start_scenario_server
+
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
     if trace_path is None and os.environ.get(TRACE_ENV):

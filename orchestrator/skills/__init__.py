@@ -2,18 +2,39 @@
 
 ``SkillLibrary(root)`` discovers skills, ``list()``/``l1_index()`` give the L1 view, ``l2(id)`` the cut body,
 ``get(id)`` the full skill with its references, and ``read_text``/``resolve``/``glob`` the confined L3 access.
+
+The names below load on first use: a light module of this package (``skills.versions``, which the job ledger's
+records name) is imported without the loader's Markdown and template machinery.
 """
 
-from orchestrator.skills.cache import CachedRead, ReadCache
-from orchestrator.skills.loader import SkillLibrary
-from orchestrator.skills.models import (
-    Declarations,
-    DisclosedText,
-    Problem,
-    Reference,
-    Skill,
-    SkillSummary,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from orchestrator.skills.cache import CachedRead, ReadCache
+    from orchestrator.skills.loader import SkillLibrary
+    from orchestrator.skills.models import (
+        Declarations,
+        DisclosedText,
+        Problem,
+        Reference,
+        Skill,
+        SkillSummary,
+    )
+
+_HOMES = {
+    "CachedRead": "cache",
+    "ReadCache": "cache",
+    "SkillLibrary": "loader",
+    "Declarations": "models",
+    "DisclosedText": "models",
+    "Problem": "models",
+    "Reference": "models",
+    "Skill": "models",
+    "SkillSummary": "models",
+}
 
 __all__ = [
     "CachedRead",
@@ -26,3 +47,9 @@ __all__ = [
     "SkillLibrary",
     "SkillSummary",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _HOMES:
+        return getattr(importlib.import_module(f"orchestrator.skills.{_HOMES[name]}"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
 
 from orchestrator.errors import OrchestratorError
-from orchestrator.skills.loader import SkillLibrary
 from orchestrator.skills.tree import tree_hash
+
+if TYPE_CHECKING:  # the job ledger's records name skill versions: they load without the library's parser
+    from orchestrator.skills.loader import SkillLibrary
 
 
 class SkillVersion(BaseModel):

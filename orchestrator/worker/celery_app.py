@@ -13,11 +13,11 @@ from celery import Celery
 
 from orchestrator.config import Settings, load_settings
 from orchestrator.worker.limits import visibility_timeout_s
+from orchestrator.worker.names import QUEUE
 from orchestrator.workflow import phases
 from orchestrator.workflow.phases import PhaseKind
 
 TASK_NAMES = {kind: f"orchestrator.{kind.value}" for kind in (PhaseKind.PLAN, PhaseKind.ACT, PhaseKind.REFLECT)}
-QUEUE = "orchestrator"
 
 
 def create_app(settings: Settings | None = None) -> Celery:

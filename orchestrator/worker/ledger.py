@@ -14,7 +14,7 @@ import re
 import secrets
 import time
 from enum import StrEnum
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import redis
 from pydantic import BaseModel, ConfigDict, Field
@@ -27,9 +27,12 @@ from orchestrator.errors import WorkflowError
 from orchestrator.worker.inputs import InputRef
 from orchestrator.worker.tenancy import DEFAULT_LIBRARY, STACK_PATTERN
 from orchestrator.workflow import phases
-from orchestrator.workflow.goal import Checkpoint, SkillsUsed
 from orchestrator.workflow.phases import PhaseKind
 from orchestrator.workflow.request import BudgetOverrides
+from orchestrator.workflow.versions import SkillsUsed
+
+if TYPE_CHECKING:  # the saved goal state pulls in the whole Act: only the worker's phases read or write it
+    from orchestrator.workflow.goal import Checkpoint
 
 JobState = Literal["queued", "planning", "acting", "reflecting", "done", "unmet", "failed", "cancelled"]
 """What the ledger stores. ``stalled`` is never stored: it is how a running job whose heartbeat stopped is shown."""
@@ -391,6 +394,9 @@ class Ledger:
     def load_checkpoint(self, job_id: str) -> Checkpoint | None:
         """The state saved after the job's last phase (None before its first); ``WorkflowError`` when it was saved
         by another schema version or does not read back."""
+        # Deferred: the goal's models load with the phases that need them, not with every reader of the ledger.
+        from orchestrator.workflow.goal import Checkpoint
+
         raw = self.r.get(f"{PREFIX}:checkpoint:{job_id}")
         return Checkpoint.load(json.loads(raw)) if raw else None
 

@@ -20,12 +20,13 @@ from celery.signals import setup_logging, worker_process_init, worker_ready, wor
 from orchestrator.config import Settings
 from orchestrator.logs import configure_logging, get_logger, mask_secrets
 from orchestrator.tracing import configure_tracing
-from orchestrator.worker.celery_app import QUEUE, app
+from orchestrator.worker.celery_app import app
 from orchestrator.worker.dispatch import enqueue_phase
 from orchestrator.worker.export import export_files
 from orchestrator.worker.heartbeat import Sweeper
 from orchestrator.worker.jobfiles import mark_cancelled
 from orchestrator.worker.ledger import TERMINAL, Ledger
+from orchestrator.worker.names import QUEUE
 from orchestrator.worker.phases import PhaseBusy, PhaseContext, job_ended, run_phase
 from orchestrator.workflow import phases
 from orchestrator.workflow.readiness import missing
@@ -39,8 +40,6 @@ _RESERVED_EVENT_FIELDS = frozenset(
 _process: dict[str, Any] = {}
 _process_lock = threading.Lock()
 MAX_PROGRESS_SHOWN = 40
-STANDBY_QUEUE = "orchestrator.standby"
-"""The queue a worker starts on: nothing is ever sent there, so it takes no work until ready."""
 RECHECK_PREFIX = "orch:recheck:"
 
 

@@ -12,12 +12,8 @@ from statistics import median
 from typing import Any
 
 from orchestrator.config import Settings
-from orchestrator.worker.celery_app import QUEUE
 from orchestrator.worker.ledger import JobRecord, Ledger
-
-SHOWN_STATES = (
-    "queued", "planning", "acting", "reflecting", "stalled", "done", "unmet", "failed", "cancelled"
-)
+from orchestrator.worker.names import QUEUE
 
 
 def consumers(ledger: Ledger) -> list[dict[str, Any]]:

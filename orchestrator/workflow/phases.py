@@ -9,9 +9,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import StrEnum
+from typing import TYPE_CHECKING
 
 from orchestrator.errors import WorkflowError
-from orchestrator.workflow.goal import GoalResult
+
+if TYPE_CHECKING:  # the goal's models pull in the whole Act; a phase token is read without them (jobs, submit)
+    from orchestrator.workflow.goal import GoalResult
 
 
 class PhaseKind(StrEnum):
