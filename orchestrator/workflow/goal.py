@@ -141,6 +141,9 @@ class GoalResult(BaseModel):
         every driver's result carries it and it never goes stale."""
         if self.response != "SUMMARY":
             return None
+        if self.status == "done" and self.plan is not None and self.plan.answered_without_skills:
+            assert self.plan.no_skill_needed is not None
+            return self.plan.no_skill_needed.answer  # the answer itself, not an account of files
         made = ", ".join(f"{a.path} ({a.size} bytes)" for a in self.artifacts if not _preview(a))
         if self.status == "done":
             lines = [f"Made {made}." if made else "Done; no files were needed."]

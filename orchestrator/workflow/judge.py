@@ -38,9 +38,32 @@ def judge(state: GoalState, rt: Runtime) -> GoalResult:
     and the scoring call are made only while the goal's budget is not spent."""
     assert state.plan is not None
     model = BudgetedModel(rt.model, GoalBudget.of(state, rt.settings.limits))
-    made = state.plan.steps
-    result = build_result(state, _final_validation(state, rt, model)) if made else _no_fit_result(state)
+    if state.plan.steps:
+        result = build_result(state, _final_validation(state, rt, model))
+    elif state.plan.answered_without_skills:
+        result = _answered_result(state)
+    else:
+        result = _no_fit_result(state)
     return respond(result, model, state.request.response or rt.settings.supervisor.response)
+
+
+def _answered_result(state: GoalState) -> GoalResult:
+    """``done`` with the planner's own answer: the goal needed no skill, so nothing ran and no file is claimed."""
+    assert state.plan is not None and state.plan.no_skill_needed is not None
+    reason = state.plan.no_skill_needed.reason or "the goal asks for an answer, not for a skill's work"
+    report = ValidationReport.model_validate(
+        {
+            "pass": True,
+            "stage": "contract",
+            "missing": [],
+            "violations": [],
+            "rationale": f"no skill was needed ({reason}); the model answered the goal itself and no file was made",
+            "metrics": {"files": 0, "bytes": 0},
+        }
+    )
+    result = build_result(state, report)
+    result.status = "done"
+    return result
 
 
 def _no_fit_result(state: GoalState) -> GoalResult:

@@ -72,10 +72,29 @@ class NoFit(BaseModel):
         return [value] if isinstance(value, str) else value
 
 
+#: The longest answer without skills that a result carries (a runaway reply is cut, marked).
+MAX_DIRECT_ANSWER_CHARS = 20_000
+
+
+class NoSkillNeeded(BaseModel):
+    """The planner's answer when the goal needs no skill at all (a question, advice, a short text): why, and the
+    answer itself, which the goal then returns with no artifact."""
+
+    reason: str = ""
+    answer: str = ""
+
+    @field_validator("answer", mode="before")
+    @classmethod
+    def _answer_is_text(cls, value: Any) -> Any:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        return text if len(text) <= MAX_DIRECT_ANSWER_CHARS else text[:MAX_DIRECT_ANSWER_CHARS] + " [… cut]"
+
+
 class Plan(BaseModel):
     steps: list[PlanStep] = []
     evaluation: list[str] = []
     no_fit: NoFit | None = None
+    no_skill_needed: NoSkillNeeded | None = None
 
     @field_validator("evaluation", mode="before")
     @classmethod
@@ -87,11 +106,35 @@ class Plan(BaseModel):
     def _no_fit_may_be_one_text(cls, value: Any) -> Any:
         return {"reason": value} if isinstance(value, str) else value
 
+    @field_validator("no_skill_needed", mode="before")
+    @classmethod
+    def _no_skill_needed_may_be_the_answer(cls, value: Any) -> Any:
+        if value is False:
+            return None
+        return {"answer": value} if isinstance(value, str) else value
+
     @model_validator(mode="after")
     def _steps_or_no_fit(self) -> Plan:
-        if not self.steps and self.no_fit is None:
-            raise ValueError("a plan needs at least one step, or no_fit saying why no skill fits")
+        if self.steps:  # steps win: a plan that runs skills is not also an answer without them
+            self.no_fit = self.no_skill_needed = None
+            return self
+        if self.no_skill_needed is not None and not self.no_skill_needed.answer.strip():
+            raise ValueError("no_skill_needed needs the answer to the goal in 'answer'")
+        if self.no_fit is None and self.no_skill_needed is None:
+            raise ValueError(
+                "a plan needs at least one step, no_fit saying why no skill fits, or no_skill_needed with the answer"
+            )
+        if self.no_skill_needed is not None:
+            self.no_fit = None  # an answer given beats a reason why none fits
         return self
+
+    def _answers(self) -> bool:
+        return self.no_fit is not None or self.no_skill_needed is not None
+
+    @property
+    def answered_without_skills(self) -> bool:
+        """The planner answered the goal itself: no skill is needed."""
+        return not self.steps and self.no_skill_needed is not None
 
 
 class PlanOutcome(BaseModel):
@@ -284,7 +327,7 @@ def _with_explicit(plan: Plan, explicit: Sequence[str]) -> Plan:
     missing = [PlanStep(skill=i, why="named in the goal") for i in explicit if i not in planned]
     if not missing:
         return plan
-    return plan.model_copy(update={"steps": [*missing, *plan.steps], "no_fit": None})
+    return plan.model_copy(update={"steps": [*missing, *plan.steps], "no_fit": None, "no_skill_needed": None})
 
 
 def _call(model: ChatModel, messages: list[Message], tools: Sequence[ToolSpec]) -> ModelResponse:
@@ -341,7 +384,7 @@ def _salvaged(text: str, known: set[str]) -> Plan | None:
     except ValidationError:
         return None
     plan = _with_ids(plan, known)
-    if any(s.skill not in known for s in plan.steps) or (not plan.steps and plan.no_fit is None):
+    if any(s.skill not in known for s in plan.steps) or (not plan.steps and not plan._answers()):
         return None
     steps = [s.model_copy(update={"why": s.why[:CUT_TEXT_CHARS], "expected": s.expected[:CUT_TEXT_CHARS]})
              for s in plan.steps]
@@ -353,7 +396,10 @@ def _normalise(data: Any) -> Any:
     and ``id``/``skill_id`` for ``skill``; anything else is left for validation to reject with its reason."""
     if isinstance(data, list):
         data = {"steps": data}
-    if isinstance(data, dict) and not data.get("steps") and "no_fit" not in data:
+    if isinstance(data, dict) and not data.get("steps") and "no_fit" not in data and "no_skill_needed" not in data:
+        if isinstance(data.get("answer"), str) and data["answer"].strip():
+            direct = {"reason": data.get("reason", ""), "answer": data["answer"]}
+            return {**data, "steps": [], "no_skill_needed": direct}
         reason = data.get("unmet") or data.get("reason")
         if reason:
             data = {**data, "steps": [], "no_fit": {"reason": reason, "missing": data.get("missing", [])}}

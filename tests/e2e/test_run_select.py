@@ -82,3 +82,24 @@ def test_a_goal_no_skill_serves_ends_unmet_with_suggestions_and_no_files(cli_env
     assert all(", ".join(suggested) in u["next_step"] for u in result["unmet"])
     assert result["artifacts"] == [] and list(out.iterdir()) == []
     assert result["validation"]["pass"] is False and "no skill fits" in result["validation"]["rationale"]
+
+
+def test_a_goal_that_needs_no_skill_is_answered_by_the_model_alone_and_claims_no_file(cli_env, tmp_path):
+    out = tmp_path / "out"
+    returncode, result, trace = _run("no-skill-needed.yaml", out, cli_env)
+    assert returncode == 0 and result["status"] == "done", result
+    assert [t["purpose"] for t in trace] == ["plan"]  # one model call: the plan that carries the answer
+    assert result["answer"].startswith("The mean adds all values") and "median is the middle" in result["answer"]
+    assert result["skills"] == [] and result["unmet"] == [] and result["suggestions"] == []
+    assert result["artifacts"] == [] and list(out.iterdir()) == []
+    assert result["validation"]["pass"] is True and "no skill was needed" in result["validation"]["rationale"]
+    assert result["metrics"]["model_calls"] == 1 and result["metrics"]["tool_calls"] == 0
+
+
+def test_the_no_skill_answer_is_printed_for_a_person(cli_env, tmp_path):
+    scenario = SCENARIOS / "no-skill-needed.yaml"
+    proc = run_cli(
+        "run", "--skills", "skills", "--out", str(tmp_path / "out"), "--model", f"scripted:{scenario}", env=cli_env
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "The mean adds all values" in proc.stdout and "done" in proc.stdout

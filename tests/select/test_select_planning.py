@@ -217,6 +217,59 @@ def test_an_empty_plan_without_a_reason_is_not_a_plan():
         Plan.model_validate({"steps": []})
 
 
+# --- no skill needed -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        {"steps": [], "no_skill_needed": {"reason": "a question", "answer": "Paris."}},
+        {"steps": [], "no_skill_needed": "Paris."},
+        {"steps": [], "answer": "Paris."},
+        {"steps": [], "no_skill_needed": {"answer": "Paris."}, "no_fit": "nothing fits"},
+    ],
+)
+def test_the_no_skill_needed_answer_shapes(answer):
+    plan = make_plan("capital of France?", [_summary("a")], ScriptedModel([json_response(answer)])).plan
+    assert plan.answered_without_skills and plan.no_skill_needed is not None
+    assert plan.no_skill_needed.answer == "Paris." and plan.no_fit is None
+
+
+def test_no_skill_needed_without_an_answer_is_asked_again_and_steps_win_over_it():
+    model = ScriptedModel(
+        [
+            json_response({"steps": [], "no_skill_needed": {"reason": "easy"}}),
+            json_response({"steps": [{"skill": "a"}], "no_skill_needed": {"answer": "never mind"}}),
+        ]
+    )
+    outcome = make_plan("capital of France?", [_summary("a")], model)
+    assert "answer" in outcome.attempts[0]
+    assert [s.skill for s in outcome.plan.steps] == ["a"] and not outcome.plan.answered_without_skills
+
+
+def test_a_runaway_answer_is_cut_and_marked():
+    plan = Plan.model_validate({"steps": [], "no_skill_needed": {"answer": "x" * 50_000}})
+    assert plan.no_skill_needed is not None
+    assert len(plan.no_skill_needed.answer) < 20_100 and plan.no_skill_needed.answer.endswith("[… cut]")
+
+
+def test_a_named_skill_runs_even_when_the_planner_says_no_skill_is_needed():
+    model = ScriptedModel([json_response({"steps": [], "no_skill_needed": {"answer": "done already"}})])
+    plan = make_plan("use the a skill to say hi", [_summary("a")], model, explicit=["a"]).plan
+    assert [s.skill for s in plan.steps] == ["a"] and not plan.answered_without_skills
+
+
+def test_a_goal_that_needs_no_skill_is_done_with_the_answer_and_no_artifact(skills_root, tmp_path):
+    answer = {"steps": [], "no_skill_needed": {"reason": "a question", "answer": "Divide by the count."}}
+    rt = Runtime(settings=load_settings(), model=ScriptedModel([json_response(answer)]),
+                 library=SkillLibrary(skills_root))
+    out = tmp_path / "out"
+    result = run_goal(GoalRequest(goal="How do I compute an average?"), out, rt)
+    assert result.status == "done" and result.answer == "Divide by the count."
+    assert result.artifacts == [] and result.skills == [] and list(out.iterdir()) == []
+    assert result.validation is not None and result.validation.pass_
+
+
 def test_a_goal_no_skill_serves_ends_unmet_with_suggestions_and_no_artifact(skills_root, tmp_path):
     answer = {"steps": [], "no_fit": {"reason": "no skill sings", "missing": ["sing a song on a phone call"]}}
     model = ScriptedModel([json_response(answer)])
