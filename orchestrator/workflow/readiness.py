@@ -14,6 +14,7 @@ from orchestrator.config import Settings
 from orchestrator.errors import ModelErrorCode, OrchestratorError, SandboxErrorCode
 from orchestrator.llm.factory import parse_model_spec
 from orchestrator.llm.openai_client import OpenAIChatModel
+from orchestrator.sandbox.egress_proxy import IMAGE_HINT as EGRESS_IMAGE_HINT
 from orchestrator.sandbox.engine import connect
 from orchestrator.skills.loader import SkillLibrary
 
@@ -49,6 +50,11 @@ def _docker_problems(settings: Settings) -> list[str]:
             client.images.get(settings.sandbox.image)
         except Exception:  # noqa: BLE001 - docker.errors.ImageNotFound, or the engine went away
             return [f"sandbox image {settings.sandbox.image} missing (python -m orchestrator sandbox build-image)"]
+        if settings.egress.grants:  # granted skills need their proxy's image
+            try:
+                client.images.get(settings.egress.image)
+            except Exception:  # noqa: BLE001
+                return [f"egress proxy image {settings.egress.image} missing ({EGRESS_IMAGE_HINT})"]
         return []
     except Exception as e:  # noqa: BLE001
         return [f"Docker engine unreachable: {e}"]

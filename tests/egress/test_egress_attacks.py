@@ -9,11 +9,14 @@ Everything but the granted request must fail, and the upstream must see only wha
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from egress_fixtures import (
+from egress_world import (
+    EGRESS_PREFIX,
     GRANTED,
     OTHER,
     SECRET_NAME,
@@ -22,9 +25,7 @@ from egress_fixtures import (
     egress_image,
     egress_section,
     injected_digest,
-    running_upstream,
 )
-from sandbox_helpers import leftovers
 
 from orchestrator.config import load_settings
 from orchestrator.sandbox.docker import SandboxJob, SandboxRunner
@@ -141,17 +142,6 @@ print(json.dumps(out))
 
 
 @pytest.fixture(scope="module")
-def upstream(docker_client, tmp_path_factory) -> Iterator[Upstream]:
-    with running_upstream(docker_client, tmp_path_factory.mktemp("upstream")) as up:
-        yield up
-
-
-EGRESS_PREFIX = "orchtestegress"
-"""The shared job of this module lives across tests: a label prefix of its own keeps it out of the per-test sweep;
-the module's own teardown checks that nothing of it is left."""
-
-
-@pytest.fixture(scope="module")
 def plan(upstream: Upstream, docker_client, tmp_path_factory) -> EgressPlan:
     egress_image(docker_client)
     library = tmp_path_factory.mktemp("library")
@@ -167,15 +157,6 @@ def plan(upstream: Upstream, docker_client, tmp_path_factory) -> EgressPlan:
     )
     assert isinstance(found, EgressPlan), found
     return found
-
-
-@pytest.fixture(scope="module")
-def egress_runner(sandbox_settings, docker_client, tmp_path_factory) -> Iterator[SandboxRunner]:
-    settings = sandbox_settings.model_copy(update={"label_prefix": EGRESS_PREFIX})
-    runner = SandboxRunner(settings, docker_client, work_dir=tmp_path_factory.mktemp("egress-work"))
-    yield runner
-    runner.close()
-    assert leftovers(docker_client, EGRESS_PREFIX) == []
 
 
 @pytest.fixture(scope="module")
@@ -299,8 +280,15 @@ def test_a_container_outside_the_job_cannot_use_its_proxy(granted_job, upstream,
     assert not any("/foreign" in seen for seen in _seen_paths(upstream, docker_client))
 
 
-def test_closing_the_job_removes_the_proxy_and_its_network(runner, make_skill, plan, docker_client):
-    job = runner.open_job("egress-close", make_skill({"probe.py": PROBE}), egress=plan)
+def _probe_skill(tmp_path: Path) -> Path:
+    root = tmp_path / "caller"
+    root.mkdir()
+    (root / "probe.py").write_text(PROBE)
+    return root
+
+
+def test_closing_the_job_removes_the_proxy_and_its_network(egress_runner, plan, docker_client, tmp_path):
+    job = egress_runner.open_job("egress-close", _probe_skill(tmp_path), egress=plan)
     assert job.egress is not None
     proxy, network = job.egress.container, job.egress.network
     job.close()
@@ -308,8 +296,31 @@ def test_closing_the_job_removes_the_proxy_and_its_network(runner, make_skill, p
     assert not docker_client.api.networks(names=[network])
 
 
-def test_a_job_without_a_grant_still_has_no_network(open_job, make_skill):
-    job = open_job(make_skill({"probe.py": PROBE}))
-    result = job.run_script("probe.py", {"attack": "fetch", "url": f"https://{GRANTED}:8443/"}, timeout_s=30)
+def test_a_job_without_a_grant_still_has_no_network(egress_runner, tmp_path):
+    with egress_runner.open_job("plain", _probe_skill(tmp_path)) as job:
+        result = job.run_script("probe.py", {"attack": "fetch", "url": f"https://{GRANTED}:8443/"}, timeout_s=30)
     assert "error" in result.stdout_json and result.egress == []
 
+
+def test_the_reaper_removes_the_network_of_a_dead_owner(egress_runner, docker_client):
+    dead = f"{socket.gethostname()}:999999999:1"  # this host, a process long gone
+    labels = {f"{EGRESS_PREFIX}.managed": "1", f"{EGRESS_PREFIX}.owner": dead, f"{EGRESS_PREFIX}.created": "1"}
+    created = docker_client.api.create_network("orchtestegress-orphan-egress", internal=True, labels=labels)
+    try:
+        egress_runner.reap()
+        assert not docker_client.api.networks(ids=[created["Id"]])
+    finally:
+        for net in docker_client.api.networks(ids=[created["Id"]]):
+            docker_client.api.remove_network(net["Id"])
+
+
+def test_a_worker_with_grants_is_not_ready_without_the_proxy_image(docker_client, sandbox_image, tmp_path):
+    from orchestrator.workflow.readiness import _docker_problems
+
+    grant = {"library": "default", "hosts": [GRANTED]}
+    settings = load_settings(
+        sandbox={"image": sandbox_image}, egress={"grants": [grant], "image": "orchestrator-egress:no-such-tag"}
+    )
+    assert any("egress proxy image" in p and "build-images --only egress" in p for p in _docker_problems(settings))
+    assert _docker_problems(settings.model_copy(update={"egress": settings.egress.model_copy(
+        update={"grants": []})})) == []
