@@ -13,7 +13,6 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from orchestrator.skills.cache import CachedRead, ReadCache
     from orchestrator.skills.loader import SkillLibrary
     from orchestrator.skills.models import (
         Declarations,
@@ -23,10 +22,11 @@ if TYPE_CHECKING:
         Skill,
         SkillSummary,
     )
+    from orchestrator.skills.read_cache import CachedRead, ReadCache
 
 _HOMES = {
-    "CachedRead": "cache",
-    "ReadCache": "cache",
+    "CachedRead": "read_cache",
+    "ReadCache": "read_cache",
     "SkillLibrary": "loader",
     "Declarations": "models",
     "DisclosedText": "models",

@@ -25,7 +25,6 @@ from pathlib import Path
 from orchestrator.errors import PathEscapeError, SkillError
 from orchestrator.logs import get_logger
 from orchestrator.prompts import render_prompt
-from orchestrator.skills.cache import DEFAULT_MAX_BYTES, NotARegularFile, ReadCache
 from orchestrator.skills.confine import (
     SKIP_DIRS,
     Verdict,
@@ -38,6 +37,7 @@ from orchestrator.skills.confine import (
 )
 from orchestrator.skills.frontmatter import SKILL_MD, ParsedSkillMd, parse_skill_md
 from orchestrator.skills.models import DisclosedText, Problem, Reference, Severity, Skill, SkillSummary
+from orchestrator.skills.read_cache import DEFAULT_MAX_BYTES, NotARegularFile, ReadCache
 from orchestrator.skills.refs import glob_match, resolve_references
 from orchestrator.tokens import cut_to_tokens, estimate_tokens
 

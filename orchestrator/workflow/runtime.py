@@ -37,8 +37,8 @@ from orchestrator.sandbox.backend import SandboxBackend
 from orchestrator.sandbox.docker import SandboxRunner
 from orchestrator.sandbox.engine import connect
 from orchestrator.sandbox.reaper import remove_job_resources
-from orchestrator.skills.cache import ReadCache
 from orchestrator.skills.loader import RUNTIME_WORK_DIRS, SkillLibrary
+from orchestrator.skills.read_cache import ReadCache
 from orchestrator.skills.versions import SkillVersion, skill_versions
 from orchestrator.tracing import tracer
 

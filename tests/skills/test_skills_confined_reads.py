@@ -10,8 +10,8 @@ import pytest
 
 from orchestrator.errors import PathEscapeError, SkillError
 from orchestrator.skills import ReadCache, SkillLibrary
-from orchestrator.skills.cache import NotARegularFile
 from orchestrator.skills.confine import Verdict, confine, locate
+from orchestrator.skills.read_cache import NotARegularFile
 
 
 @pytest.fixture

@@ -29,8 +29,8 @@ from orchestrator.act.tools._base import (
 from orchestrator.errors import PathEscapeError, SandboxError, SkillError
 from orchestrator.isolation import Bound, Bounded, run_bounded
 from orchestrator.prompts import render_prompt, tool_text
-from orchestrator.skills.cache import DEFAULT_MAX_BYTES
 from orchestrator.skills.frontmatter import SKILL_MD
+from orchestrator.skills.read_cache import DEFAULT_MAX_BYTES
 from orchestrator.tokens import estimate_tokens
 
 READ_MAX_BYTES = DEFAULT_MAX_BYTES  # the part of one file the reading tools can page through
