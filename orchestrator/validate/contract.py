@@ -28,9 +28,9 @@ from pydantic import BaseModel
 from orchestrator.config import LayoutSettings
 from orchestrator.errors import ValidationRulesError
 from orchestrator.isolation import Bounded, run_bounded
-from orchestrator.validate.index import build_entry, resolve_or_none, scan_outputs
 from orchestrator.validate.layout import Finding, check_layout
 from orchestrator.validate.office import check_office
+from orchestrator.validate.output_index import build_entry, resolve_or_none, scan_outputs
 from orchestrator.validate.report import Category, FileEntry, ValidationMetrics, Violation
 from orchestrator.validate.rules import (
     OFFICE_KINDS,

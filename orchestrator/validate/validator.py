@@ -17,10 +17,10 @@ from orchestrator.llm.image_input import ImageLimits, ImageRefused, ViewedImage,
 from orchestrator.llm.interface import ChatModel
 from orchestrator.logs import get_logger
 from orchestrator.validate.contract import ContractOutcome, check_contract
-from orchestrator.validate.index import artifacts_index
+from orchestrator.validate.output_index import artifacts_index
 from orchestrator.validate.report import FileEntry, ValidationMetrics, ValidationReport, Violation
 from orchestrator.validate.rules import ExpectedOutputs
-from orchestrator.validate.semantic import SemanticOutcome, semantic_check
+from orchestrator.validate.semantic_stage import SemanticOutcome, semantic_check
 
 __all__ = [
     "FileEntry",

@@ -20,7 +20,7 @@ from orchestrator.logs import get_logger
 from orchestrator.skills.tree import tree_hash
 from orchestrator.validate.layout.findings import BRAND_FILE
 from orchestrator.validate.rules import ContractRules, ExpectedOutputs
-from orchestrator.validate.semantic import prompt_fingerprint
+from orchestrator.validate.semantic_stage import prompt_fingerprint
 from orchestrator.validate.stats import ValidationStats
 from orchestrator.validate.validator import ValidationReport, validate_outputs
 from orchestrator.workflow.budget import BudgetedModel, GoalBudget

@@ -19,7 +19,7 @@ from orchestrator.llm.interface import ChatModel, Message
 from orchestrator.llm.jsonreply import json_in_reply
 from orchestrator.logs import get_logger
 from orchestrator.prompts import render_prompt
-from orchestrator.validate.semantic import index_lines, system_prompt
+from orchestrator.validate.semantic_stage import index_lines, system_prompt
 from orchestrator.workflow.goal import GoalMetrics, GoalResult, PointScore
 
 ResponseMode = str  # "SUMMARY" | "SCORED" (validated by the settings and the CLI)

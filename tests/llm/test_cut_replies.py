@@ -72,7 +72,7 @@ def test_closing_hostile_text_stays_cheap() -> None:
 
 def test_a_verdict_whose_rationale_ran_past_max_tokens_is_still_a_verdict() -> None:
     from orchestrator.validate.rules import ExpectedOutputs
-    from orchestrator.validate.semantic import semantic_check
+    from orchestrator.validate.semantic_stage import semantic_check
 
     cut = ModelResponse(
         content='{"pass": true, "missing": [], "violations": [], "rationale": "The file holds every rule. The file',

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from orchestrator.llm.jsonreply import json_in_reply
-from orchestrator.validate.semantic import parse_verdict
+from orchestrator.validate.semantic_stage import parse_verdict
 
 PLAN = {"steps": [{"skill": "brand-guidelines", "outputs": [{"path": "brand.json", "kind": "json"}]}],
         "evaluation": ["brand.json validates"]}

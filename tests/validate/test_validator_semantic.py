@@ -14,7 +14,7 @@ from validator_helpers import RecordingModel, make_deck, verdict, write
 from orchestrator.errors import ModelError
 from orchestrator.llm.image_input import ImageLimits
 from orchestrator.validate import ContractRules, ExpectedOutputs, ValidationStats, validate_outputs
-from orchestrator.validate.semantic import MAX_INDEX_ENTRIES, index_lines, parse_verdict
+from orchestrator.validate.semantic_stage import MAX_INDEX_ENTRIES, index_lines, parse_verdict
 
 EXPECTED = ExpectedOutputs(
     description="A summary in Markdown that names the Q3 revenue.",
