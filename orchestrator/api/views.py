@@ -10,8 +10,9 @@ from orchestrator.worker.views import batch_report, no_worker_note, summary
 
 
 def job_view(ledger: Ledger, settings: Settings, record: JobRecord) -> dict[str, Any]:
-    """The record with the state as shown (``stalled``), its folders and its earlier runs."""
-    shown = summary(record, settings, note=no_worker_note(ledger) if record.state == "queued" else None)
+    """The record with the state as shown (``stalled``; ``queued`` with ``waiting_for`` between phases), its folders
+    and its earlier runs."""
+    shown = summary(record, settings, note=no_worker_note(ledger) if not record.running else None)
     data = record.model_dump(mode="json")
     data.update(
         state=shown["state"],
@@ -20,7 +21,7 @@ def job_view(ledger: Ledger, settings: Settings, record: JobRecord) -> dict[str,
         evidence_path=shown["evidence_path"],
         earlier_runs=[summary(r, settings) for r in ledger.earlier_runs(record.job_id, record.run)],
     )
-    for key in ("stalled_since", "note"):
+    for key in ("stalled_since", "note", "waiting_for"):
         if key in shown:
             data[key] = shown[key]
     return data

@@ -34,12 +34,15 @@ def jobs(
     download: Annotated[
         Path | None, typer.Option("--download", help="With ID: fetch the job's files and evidence into DIR.")
     ] = None,
+    workers: Annotated[
+        bool, typer.Option("--workers", help="The live workers: ready or not, and what one that is not ready lacks.")
+    ] = False,
 ) -> None:
     # Deferred: the ledger, Redis and rich's tables load when the command runs, not for --help.
     from orchestrator.cli.jobs_view import run_jobs
 
     run_jobs(ctx, job_id, as_json=as_json, watch=watch, trace=trace, limit=limit, state_filter=state_filter,
-             batch=batch, report=report, cancel=cancel, rerun=rerun, download=download)
+             batch=batch, report=report, cancel=cancel, rerun=rerun, download=download, workers=workers)
 
 
 def worker(

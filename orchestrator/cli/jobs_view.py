@@ -23,7 +23,14 @@ from orchestrator.config import Settings
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.worker.ledger import JobRecord, Ledger, batch_ids
 from orchestrator.worker.names import SHOWN_STATES
-from orchestrator.worker.views import batch_report, no_worker_note, shown_state, summary
+from orchestrator.worker.views import (
+    batch_report,
+    no_worker_note,
+    shown_state,
+    state_label,
+    summary,
+    workers_view,
+)
 
 
 def run_jobs(
@@ -40,6 +47,7 @@ def run_jobs(
     cancel: bool,
     rerun: bool,
     download: Path | None,
+    workers: bool = False,
 ) -> None:
     try:
         _check_options(job_id, state_filter, batch, report, cancel, rerun, download, trace)  # before Redis is asked
@@ -80,6 +88,12 @@ def run_jobs(
         else:
             _print_record(ledger, settings, record)
         return
+    if workers:
+        if as_json:
+            emit_json(workers_view(ledger))
+        else:
+            _print_workers(workers_view(ledger))
+        return
     records = _listing(ledger, settings, limit, state_filter)
     note = no_worker_note(ledger)
     if as_json:
@@ -87,8 +101,26 @@ def run_jobs(
         return
     out = console()
     out.print(_jobs_table(records, settings, title=_title(records, state_filter)))
-    if note and any(r.state == "queued" for r in records):
+    if note and any(shown_state(r, settings)[0] == "queued" for r in records):
         out.print(literal(f"queued jobs wait: {note}"), style="yellow", highlight=False)
+    _print_workers(workers_view(ledger))
+
+
+def _print_workers(workers: list[dict[str, Any]]) -> None:
+    """The workers section: each live worker, ready or not, and what a worker that is not ready lacks."""
+    out = console()
+    if not workers:
+        out.print(literal("workers: none alive (python -m orchestrator worker starts one)"), style="yellow",
+                  highlight=False)
+        return
+    table = Table(title="workers")
+    for col in ("worker", "state", "why not ready", "seen"):
+        table.add_column(col, overflow="fold")
+    for w in workers:
+        state = Text("ready", style="green") if w["ready"] else Text("not ready", style="red")
+        why = literal("; ".join(w["missing"]) or "-")
+        table.add_row(literal(w["name"]), state, why, f"{w['seen_s_ago']:.0f} s ago")
+    out.print(table)
 
 
 def _check_options(
@@ -135,9 +167,10 @@ def _show_batch(ledger: Ledger, settings: Settings, batch: str, report: Path | N
         # Deferred: plotly is loaded only when a report is asked for.
         from orchestrator.cli.batch_report import write_report
 
-        write_report(report, batch, records, facts, settings)
+        write_report(report, batch, records, facts, settings, workers=workers_view(ledger))
     if as_json:
-        emit_json(batch_view(settings, batch, records, str(report) if report else None))
+        emit_json({**batch_view(settings, batch, records, str(report) if report else None),
+                   "workers": workers_view(ledger)})
         return
     out = console()
     out.print(_jobs_table(records, settings, title=f"batch {batch}: {len(records)} jobs"))
@@ -160,7 +193,7 @@ def _jobs_table(records: list[JobRecord], settings: Settings, *, title: str) -> 
         table.add_column(col, overflow="fold")
     now = time.time()
     for r in records:
-        shown, since = shown_state(r, settings, now)
+        shown, since = state_label(r, settings, now), shown_state(r, settings, now)[1]
         step = f"{r.step + 1}/{r.steps_total} {r.skill or ''}" if r.step is not None and r.steps_total else "-"
         beat = f"{now - r.heartbeat:.0f} s ago" if r.heartbeat and r.running else "-"
         if since is not None:

@@ -19,7 +19,7 @@ from orchestrator.cli.ledger_access import COLOURS, Outage, console, literal, op
 from orchestrator.config import Settings
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.worker.ledger import TERMINAL, JobRecord, Ledger
-from orchestrator.worker.views import no_worker_note, shown_state, summary
+from orchestrator.worker.views import no_worker_note, shown_state, state_label, summary
 
 EXIT_TIMEOUT = 3
 """``submit --wait --timeout S`` ended before every job did."""
@@ -195,8 +195,9 @@ def _say_timeout(records: list[JobRecord], settings: Settings, timeout: float, w
     for r in records:
         if r.state in TERMINAL:
             continue
-        shown, _ = shown_state(r, settings)
-        where = f" {r.step + 1}/{r.steps_total} on {r.worker}" if r.step is not None and r.steps_total else ""
+        shown = state_label(r, settings)
+        running = r.running and r.step is not None and r.steps_total
+        where = f" {(r.step or 0) + 1}/{r.steps_total} on {r.worker}" if running else ""
         waiting.append(f"{r.job_id} {shown}{where}")
     notice(
         "submit.timeout",

@@ -122,10 +122,13 @@ def run_phase(pc: PhaseContext, job_id: str, phase_token: str) -> str:
     try:
         pc.ledger.commit_phase(job_id, token, done.checkpoint, next=done.next, **done.fields)
     except LeaseLost:
-        log.warning("phase.lease_lost", job=job_id, phase=phase_token)
+        # Cancelled by its producer (the lease is still ours) or taken over by another worker: said as such.
+        now = pc.ledger.get(job_id)
+        lost = "cancelled" if now is not None and now.state == "cancelled" else "lease_lost"
+        log.warning(f"phase.{lost}", job=job_id, phase=phase_token)
         pc.ledger.release(job_id, token)  # still ours when the job was cancelled: let a re-run start at once
-        pc.ledger.add_history(job_id, {**entry, "end": time.time(), "outcome": "lease_lost"})
-        return "lease_lost"
+        pc.ledger.add_history(job_id, {**entry, "end": time.time(), "outcome": lost})
+        return lost
     pc.ledger.add_history(job_id, {**entry, "end": time.time(), "outcome": done.next})
     ended = done.next == phases.token(phases.Done())
     if not ended:

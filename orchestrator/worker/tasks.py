@@ -7,6 +7,7 @@ skip a finished phase, wait for a lease, take over a dead worker's job) are the 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 import threading
@@ -46,6 +47,11 @@ RECHECK_PREFIX = "orch:recheck:"
 class JobFailed(Exception):
     """The phase ended its job ``failed``: raised so Celery (and Flower) record the task as a ``FAILURE`` whose
     error is the job's reason, instead of a success."""
+
+
+class JobCancelled(Exception):
+    """The job was cancelled (this phase was stopped, or found the job cancelled): raised so Celery (and Flower)
+    record the task as a ``FAILURE`` saying ``cancelled`` with the reason, never as a success."""
 
 
 def settings_of(celery_app: Any) -> Settings:
@@ -125,9 +131,10 @@ def _phase(task: Task, job_id: str, phase: str) -> dict[str, Any]:
         raise task.retry(countdown=BUSY_RETRY_S, max_retries=None) from e
     result: dict[str, Any] = {"job_id": job_id, "phase": phase, "outcome": outcome, "progress": progress}
     after = ledger.get(job_id)
-    if after is not None and after.state == "cancelled" and after.result is None:
-        mark_cancelled(settings_of(app), ledger, job_id)
-        result["job_state"] = "cancelled"
+    if after is not None and after.state == "cancelled":
+        if after.result is None:
+            mark_cancelled(settings_of(app), ledger, job_id)
+        raise JobCancelled(f"job {job_id} cancelled during {phase} ({outcome}): {after.reason or 'no reason recorded'}")
     ended_here = (
         outcome in ("ok", "exhausted")
         and after is not None
@@ -143,19 +150,19 @@ def _phase(task: Task, job_id: str, phase: str) -> dict[str, Any]:
     return result
 
 
-@app.task(name="orchestrator.plan", bind=True, throws=(JobFailed,))
+@app.task(name="orchestrator.plan", bind=True, throws=(JobFailed, JobCancelled))
 def plan_task(self: Task, job_id: str) -> dict[str, Any]:
     """Choose the skills for the goal (the L1 catalog), then queue the first act."""
     return _phase(self, job_id, phases.token(phases.Plan()))
 
 
-@app.task(name="orchestrator.act", bind=True, throws=(JobFailed,))
+@app.task(name="orchestrator.act", bind=True, throws=(JobFailed, JobCancelled))
 def act_task(self: Task, job_id: str, step: int) -> dict[str, Any]:
     """Run one plan step's skill; queue the next step, or reflect after the last."""
     return _phase(self, job_id, phases.token(phases.Act(step)))
 
 
-@app.task(name="orchestrator.reflect", bind=True, throws=(JobFailed,))
+@app.task(name="orchestrator.reflect", bind=True, throws=(JobFailed, JobCancelled))
 def reflect_task(self: Task, job_id: str) -> dict[str, Any]:
     """Retry unmet steps once; queue a re-plan's steps (then Reflect again), or validate and judge: the job ends."""
     return _phase(self, job_id, phases.token(phases.Reflect()))
@@ -177,6 +184,24 @@ def export_task(self: Task, job_id: str) -> dict[str, Any]:
 def _setup_logging(**_: Any) -> None:
     settings = settings_of(app)
     configure_logging(settings.log_level, json=settings.log_json)
+    logging.getLogger(CELERY_WORKER_LOGGER).addFilter(READY_HELD)
+
+
+class HoldReady(logging.Filter):
+    """Celery logs ``HOST ready.`` as soon as it consumes its first queue, the standby one: held back until this
+    worker's own checks pass (``WorkerWatch``), which then says it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.released = False
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return self.released or record.msg != CELERY_READY_MESSAGE
+
+
+CELERY_WORKER_LOGGER = "celery.apps.worker"
+CELERY_READY_MESSAGE = "%s ready."
+READY_HELD = HoldReady()
 
 
 def _span_sink(trace_id: str, span: dict[str, Any]) -> None:
@@ -246,6 +271,8 @@ class WorkerWatch:
                 self.problems = [] if self.ready else ["starting: the worker did not confirm consuming the queue"]
                 if self.ready:
                     log.info("worker.ready", worker=self._hostname, queue=QUEUE)
+                    READY_HELD.released = True
+                    logging.getLogger(CELERY_WORKER_LOGGER).info(CELERY_READY_MESSAGE, self._hostname)
         ttl = 3 * self._settings.worker.ready_check_s + 5
         info = {"ready": self.ready, "missing": self.problems, "queues": [QUEUE] if self.ready else []}
         self._ledger.announce_worker(self._hostname, info, ttl_s=ttl)

@@ -12,8 +12,10 @@ from statistics import median
 from typing import Any
 
 from orchestrator.config import Settings
+from orchestrator.errors import OrchestratorError
 from orchestrator.worker.ledger import JobRecord, Ledger
 from orchestrator.worker.names import QUEUE
+from orchestrator.workflow import phases
 
 
 def consumers(ledger: Ledger) -> list[dict[str, Any]]:
@@ -26,12 +28,51 @@ def standing_by(ledger: Ledger) -> list[dict[str, Any]]:
     return [w for w in ledger.workers() if not w.get("ready")]
 
 
+RUNNING_STATES = frozenset({"planning", "acting", "reflecting"})
+
+
 def shown_state(record: JobRecord, settings: Settings, now: float | None = None) -> tuple[str, float | None]:
-    """``(state, stalled_since)``: ``stalled`` when a phase runs but its heartbeat is older than three beats."""
+    """``(state, stalled_since)``: ``stalled`` when a phase runs but its heartbeat is older than three beats;
+    ``queued`` when the ledger still says the last phase's state (``acting``) but no worker runs the next one yet."""
     now = time.time() if now is None else now
     if record.running and record.heartbeat and now - record.heartbeat > settings.worker.stalled_after_s:
         return "stalled", record.heartbeat
+    if record.state in RUNNING_STATES and not record.running:
+        return "queued", None
     return record.state, None
+
+
+def waiting_for(record: JobRecord) -> str | None:
+    """For a job not ended and not running: the phase it waits to run, as people count it (``plan``, ``act 2/4``,
+    ``reflect``); None otherwise."""
+    if record.running or record.state not in {"queued", *RUNNING_STATES}:
+        return None
+    try:
+        phase = phases.parse(record.next)
+    except OrchestratorError:
+        return None
+    if isinstance(phase, phases.Act):
+        total = record.steps_total or len(record.plan) or phase.index + 1
+        return f"{phase.kind.value} {phase.index + 1}/{total}"
+    return None if isinstance(phase, phases.Done) else phase.kind.value
+
+
+def state_label(record: JobRecord, settings: Settings, now: float | None = None) -> str:
+    """The state as a table shows it: ``queued (act 2/4)`` while a phase waits for a worker."""
+    state, _ = shown_state(record, settings, now)
+    waiting = waiting_for(record) if state == "queued" else None
+    return f"{state} ({waiting})" if waiting else state
+
+
+def workers_view(ledger: Ledger) -> list[dict[str, Any]]:
+    """Every live worker as people read it: ``{"name", "ready", "queues", "missing", "seen_s_ago"}`` (``missing``:
+    why a worker that is up takes no work)."""
+    now = time.time()
+    return [
+        {"name": str(w.get("name")), "ready": bool(w.get("ready")), "queues": list(w.get("queues") or []),
+         "missing": [str(m) for m in w.get("missing") or []], "seen_s_ago": round(now - float(w.get("seen") or now), 1)}
+        for w in ledger.workers()
+    ]
 
 
 def no_worker_note(ledger: Ledger) -> str | None:
@@ -76,6 +117,8 @@ def summary(record: JobRecord, settings: Settings, *, note: str | None = None) -
         "out_dir": out_dir(record, settings),
         "evidence_path": evidence_path(record),
     }
+    if state == "queued":
+        row["waiting_for"] = waiting_for(record)
     if stalled_since is not None:
         silent = f"worker {record.worker} stopped heart-beating {time.time() - stalled_since:.0f} s ago"
         row.update(stalled_since=stalled_since, note=silent)

@@ -86,8 +86,19 @@ def test_cancelling_a_running_job_stops_its_phase_kills_its_containers_and_keeps
     job = wait_for(lambda: (j := cluster.job("napping"))["result"] and j, 30, "the worker to mark the files")
     assert job["state"] == "cancelled" and job["result"]["status"] == "cancelled"
     assert all(a["partial"] for a in job["artifacts"])
-    assert job["history"][-1]["outcome"] == "lease_lost"
+    assert job["history"][-1]["outcome"] == "cancelled"  # said as such, not as a lost lease
     assert Path(job["result"]["evidence_path"]).is_file()
+    # Celery (and so Flower) never records the stopped phase as a success
+    from celery.result import AsyncResult
+
+    from orchestrator.config import load_settings
+    from orchestrator.worker.celery_app import create_app
+
+    task = AsyncResult(job["task_id"], app=create_app(load_settings(broker_url=cluster.redis.url)))
+    wait_for(lambda: task.state in ("FAILURE", "REVOKED", "SUCCESS"), 60, "the phase's task to be recorded")
+    assert task.state in ("FAILURE", "REVOKED"), task.state
+    if task.state == "FAILURE":
+        assert type(task.result).__name__ == "JobCancelled" and "cancelled" in str(task.result)
 
 
 @pytest.mark.docker
