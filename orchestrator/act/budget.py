@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from orchestrator.act.models import ExitReason, RemainingBudgets, StepRecord
+from orchestrator.act.act_io import ExitReason, RemainingBudgets, StepRecord
 from orchestrator.config import Budgets
 
 TIME_UP_MARGIN_S = 0.05

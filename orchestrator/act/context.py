@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from orchestrator.act.act_io import ActRequest, StepRecord
 from orchestrator.act.blackboard import Blackboard
 from orchestrator.act.budget import TIME_UP_MARGIN_S
 from orchestrator.act.memo import AttemptMemo, MemoStore, SkillMemoFile
-from orchestrator.act.models import ActRequest, StepRecord
 from orchestrator.act.workspace import BuildArea
 from orchestrator.config import Settings
 from orchestrator.sandbox.thumbnails import Thumbnail

@@ -5,11 +5,11 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+from orchestrator.act.act_io import ActRequest, ActResult, ExitReason, RemainingBudgets, Unmet
 from orchestrator.act.blackboard import Blackboard
 from orchestrator.act.context import ActDeps
 from orchestrator.act.loop import run_act
 from orchestrator.act.memo import MemoStore, SkillMemoFile, work_identity
-from orchestrator.act.models import ActRequest, ActResult, ExitReason, RemainingBudgets, Unmet
 from orchestrator.act.workspace import BuildArea, LocalBuildArea, SandboxBuildArea
 from orchestrator.config import Settings
 from orchestrator.errors import ImageToolMissing

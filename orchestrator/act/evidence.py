@@ -11,10 +11,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Literal
 
+from orchestrator.act.act_io import Artifact, ArtifactType, Disclosure, StepRecord
 from orchestrator.act.blackboard import Blackboard
 from orchestrator.act.context import ActContext
 from orchestrator.act.memo import ScriptReplay, canonical_digest
-from orchestrator.act.models import Artifact, ArtifactType, Disclosure, StepRecord
 from orchestrator.act.tools import PreparedCall, RepeatedRead, ToolOutcome
 from orchestrator.llm.interface import Message, ToolCall, Usage
 from orchestrator.logs import get_logger

@@ -6,12 +6,12 @@ import json
 import time
 from pathlib import Path
 
+from orchestrator.act.act_io import ActMetrics, ActResult, ExitReason, Unmet
 from orchestrator.act.budget import BudgetTracker
+from orchestrator.act.contact_sheets import add_thumbnails
 from orchestrator.act.context import ActContext
 from orchestrator.act.evidence import TASK_DISCLOSURE, build_artifacts, persist_success
-from orchestrator.act.models import ActMetrics, ActResult, ExitReason, Unmet
-from orchestrator.act.steps import Exit
-from orchestrator.act.thumbnails import add_thumbnails
+from orchestrator.act.transitions import Exit
 from orchestrator.errors import ModelError, OrchestratorError
 from orchestrator.llm.interface import ChatModel, Message
 from orchestrator.logs import get_logger

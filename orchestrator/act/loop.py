@@ -13,13 +13,13 @@ import json
 import time
 from pathlib import Path
 
+from orchestrator.act.act_io import ActResult
 from orchestrator.act.budget import BudgetTracker
 from orchestrator.act.context import ActContext, ActDeps, ActState
 from orchestrator.act.evidence import ModelUse, initial_messages, log_step, step_record
 from orchestrator.act.finish import PASSING_EXITS, finalize, finish_attempt
-from orchestrator.act.models import ActResult
-from orchestrator.act.steps import Continue, Exit, Finished, StepResult, Stopped
 from orchestrator.act.tools import TOOLS, Finish, PreparedCall, RepeatedRead, ToolOutcome, ToolSet, Violation
+from orchestrator.act.transitions import Continue, Exit, Finished, StepResult, Stopped
 from orchestrator.act.turns import (
     Run,
     attach_images,

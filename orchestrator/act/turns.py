@@ -13,8 +13,8 @@ from orchestrator.act.context import ActContext
 from orchestrator.act.evidence import ModelUse, log_step, step_record
 from orchestrator.act.memo import canonical_digest
 from orchestrator.act.packing import pack_messages
-from orchestrator.act.steps import Continue, Exit, StepResult, Stopped
 from orchestrator.act.tools import ToolSet
+from orchestrator.act.transitions import Continue, Exit, StepResult, Stopped
 from orchestrator.errors import ModelError
 from orchestrator.llm.image_input import ViewedImage
 from orchestrator.llm.interface import ChatModel, ImagePart, Message, ModelResponse, ToolCall

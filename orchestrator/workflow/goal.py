@@ -8,8 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field
 
+from orchestrator.act.act_io import ActMetrics, ActResult, Artifact, Disclosure, Unmet
 from orchestrator.act.evidence import THUMBNAILS
-from orchestrator.act.models import ActMetrics, ActResult, Artifact, Disclosure, Unmet
 from orchestrator.errors import WorkflowError
 from orchestrator.skills.versions import SkillsUsed as SkillsUsed
 from orchestrator.validate.stats import ValidationStats

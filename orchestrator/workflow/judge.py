@@ -9,10 +9,10 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Any, Literal
 
+from orchestrator.act.act_io import Unmet
 from orchestrator.act.blackboard import Blackboard
 from orchestrator.act.evidence import catalog_files
 from orchestrator.act.memo import verdict_key
-from orchestrator.act.models import Unmet
 from orchestrator.config import Settings
 from orchestrator.errors import BudgetExceeded, OrchestratorError
 from orchestrator.llm.image_input import ImageLimits

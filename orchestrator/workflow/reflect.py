@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from orchestrator.act.models import ActResult
+from orchestrator.act.act_io import ActResult
 from orchestrator.config import Budgets, SelectionSettings
 from orchestrator.workflow.budget import GoalBudget
 from orchestrator.workflow.goal import GoalState

@@ -13,9 +13,9 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
+from orchestrator.act.act_io import ActRequest, Disclosure
 from orchestrator.act.blackboard import Blackboard
 from orchestrator.act.engine import execute_skill
-from orchestrator.act.models import ActRequest, Disclosure
 from orchestrator.config import Settings
 from orchestrator.errors import BudgetExceeded, WorkflowError
 from orchestrator.logs import get_logger

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from orchestrator.act.act_io import ActRequest, ActResult
 from orchestrator.act.blackboard import Blackboard
 from orchestrator.act.engine import execute_skill
 from orchestrator.act.memo import MemoStore
-from orchestrator.act.models import ActRequest, ActResult
 from orchestrator.config import Budgets, Settings
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.validate.rules import ContractRules, ExpectedOutputs, RequiredFile

@@ -7,8 +7,8 @@ import json
 
 from act_helpers import act, expect_files
 
+from orchestrator.act.act_io import ActRequest
 from orchestrator.act.engine import execute_skill
-from orchestrator.act.models import ActRequest
 from orchestrator.config import Budgets
 from orchestrator.llm.interface import ModelResponse, ToolCall, UnreadCall, Usage
 from orchestrator.skills.loader import SkillLibrary

@@ -151,9 +151,9 @@ def test_traceback_source_lines_are_hidden_from_the_model(
 def test_a_declared_tool_missing_from_the_image_is_refused_before_any_model_call(
     write_skill, skills_root, settings, tmp_path
 ):
+    from orchestrator.act.act_io import ActRequest
     from orchestrator.act.blackboard import Blackboard
     from orchestrator.act.engine import execute_skill
-    from orchestrator.act.models import ActRequest
     from orchestrator.skills.loader import SkillLibrary
 
     write_skill("needs", "Needs ffmpeg.", frontmatter="metadata:\n  requires-tools: [ffmpeg]\n")

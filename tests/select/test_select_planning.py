@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from select_corpus import write_skill
 
-from orchestrator.act.models import ActResult, RemainingBudgets, Unmet
+from orchestrator.act.act_io import ActResult, RemainingBudgets, Unmet
 from orchestrator.config import load_settings
 from orchestrator.errors import WorkflowError
 from orchestrator.select.explicit import explicit_skills, named_in

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from orchestrator.act.models import Artifact
+from orchestrator.act.act_io import Artifact
 from orchestrator.workflow.goal import GoalResult
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from orchestrator.act.models import ActMetrics, ActResult, RemainingBudgets
+from orchestrator.act.act_io import ActMetrics, ActResult, RemainingBudgets
 from orchestrator.config import Budgets, SelectionSettings
 from orchestrator.workflow.goal import GoalMetrics, GoalState
 from orchestrator.workflow.plan import NoFit, Plan, PlanStep

@@ -1,6 +1,6 @@
 """view_image: the model looks at a PNG or JPEG from build/, or at a whole document rendered in the sandbox.
 
-A ``.pptx``/``.docx``/``.xlsx``/``.pdf`` is rendered once per content (:func:`orchestrator.act.thumbnails.render_once`:
+A ``.pptx``, ``.docx``, ``.xlsx`` or ``.pdf`` is rendered once per content (``act.contact_sheets.render_once``:
 LibreOffice -> PDF -> a numbered contact sheet of every page) and the sheet is shown; ``page`` shows one page large.
 The tool checks the picture (:mod:`orchestrator.llm.image_input`) and answers with its size; the image itself follows
 in a user message right after the tool results (``ToolOutcome.image``), since Chat Completions takes images there.

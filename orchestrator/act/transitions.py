@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from orchestrator.act.models import ExitReason
+from orchestrator.act.act_io import ExitReason
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from orchestrator.act.act_io import StepRecord
 from orchestrator.act.context import ActContext
 from orchestrator.act.evidence import log_step
 from orchestrator.act.memo import canonical_digest
-from orchestrator.act.models import StepRecord
 from orchestrator.act.renders import OverCap, render_once
 from orchestrator.errors import SandboxError
 from orchestrator.logs import get_logger
