@@ -10,6 +10,7 @@ import typer
 from orchestrator.cli.common import emit_json, fail, state
 from orchestrator.cli.startup import bench_cli
 from orchestrator.errors import OrchestratorError
+from orchestrator.llm.factory import open_model
 from orchestrator.sandbox.call_bench import bench_sandbox
 from orchestrator.sandbox.docker import Prewarm, SandboxRunner
 from orchestrator.worker.throughput_bench import bench_throughput
@@ -85,12 +86,24 @@ def selection_bench(
         Path, typer.Option("--goals", help='JSON lines {"goal", "expect": [skill ids], "kind"}; expect [] = no fit.')
     ],
     k: Annotated[int | None, typer.Option("--k", min=1, help="Also report recall at this K.")] = None,
+    model: Annotated[
+        str | None,
+        typer.Option(
+            "--model",
+            help="Also plan every goal with this model (openai:NAME | scripted:PATH): recall of the plans and "
+            "over-loading (skills planned for goals with expect [] or kind none).",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
     ks = tuple(sorted({*DEFAULT_KS, *([k] if k else [])}))
     try:
         settings = state(ctx).settings()
-        result = bench_selection(skills_dir, goals, ks=ks, selection=settings.selection)
+        if model is None:
+            result = bench_selection(skills_dir, goals, ks=ks, selection=settings.selection)
+        else:
+            with open_model(model, settings.model) as chat:
+                result = bench_selection(skills_dir, goals, ks=ks, selection=settings.selection, model=chat)
     except OrchestratorError as e:
         fail(e, as_json=as_json)
     if as_json:
@@ -104,6 +117,14 @@ def selection_bench(
             f" ms, +{result.index_memory_mb} MB), query median {result.query_ms_median} ms; "
             f"ranking {'lexical + semantic' if result.semantic else 'lexical only'}"
         )
+        if result.planned is not None:
+            planned = result.planned
+            typer.echo(
+                f"planned by {planned.model}: recall {planned.recall}; over-loading {planned.overloading} on "
+                f"{planned.no_skill_goals} goals that need no skill ({planned.skills_per_no_skill_goal} skills "
+                f"each); {planned.answered_without_skills} answered without skills, {planned.no_fit} no fit, "
+                f"{planned.plan_errors} without a usable plan"
+            )
 
 
 @app.command(

@@ -2,8 +2,10 @@
 
 Goals are JSON lines ``{"goal", "expect": [skill ids], "kind"}``. A goal is a hit at ``k`` when any expected id is
 among the first ``k`` skills of its shortlist ranking (explicitly named skills first, then retrieval). Goals with
-``expect: []`` (no skill fits) have no right answer to rank: they are counted in ``no_fit_goals`` and left out of
-every recall figure.
+``expect: []`` (no skill fits) or ``kind: none`` (no skill needed) have no right answer to rank: they are counted in
+``no_fit_goals`` / ``no_skill_goals`` and left out of every recall figure. With a model (``--model``), every goal is
+also planned as the runtime plans it, and ``planned`` says how often the plan used an expected skill and how often
+it loaded skills for a goal that needs none (over-loading).
 """
 
 from __future__ import annotations
@@ -16,20 +18,23 @@ import shutil
 import statistics
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
 from orchestrator.config import SelectionSettings, Settings
-from orchestrator.errors import ConfigError
+from orchestrator.errors import ConfigError, OrchestratorError
+from orchestrator.llm.interface import ChatModel
 from orchestrator.llm.scenario import load_scenario
 from orchestrator.prompts import load_prompt
 from orchestrator.select.index import SkillIndex
 from orchestrator.select.shortlist import Catalog, catalog_text, make_shortlist, model_invocable
 from orchestrator.skills.loader import SkillLibrary
+from orchestrator.skills.models import SkillSummary
 from orchestrator.tokens import estimate_tokens
 from orchestrator.workflow.goal import GoalResult
-from orchestrator.workflow.plan import SEARCH_SKILLS, plan_request
+from orchestrator.workflow.plan import SEARCH_SKILLS, make_plan, plan_request
 from orchestrator.workflow.request import GoalRequest
 from orchestrator.workflow.run import run_goal
 from orchestrator.workflow.runtime import Runtimes, RuntimeSpec
@@ -42,6 +47,33 @@ class BenchGoal(BaseModel):
     expect: list[str] = []
     kind: str = "default"
 
+    @property
+    def needs_no_skill(self) -> bool:
+        """No skill fits (``expect: []``) or none is needed (``kind: none``): any skill loaded is over-loading."""
+        return not self.expect or self.kind == "none"
+
+
+class PlannedSelection(BaseModel):
+    """What the planner made of the goals (``bench selection --model``)."""
+
+    model: str
+    goals: int
+    recall: float
+    """Goals that need a skill whose plan used one of the expected skills."""
+    by_kind: dict[str, float]
+    no_skill_goals: int
+    overloading: float
+    """Share of the goals that need no skill whose plan still loaded at least one skill."""
+    skills_per_no_skill_goal: float
+    """Skills planned on average for a goal that needs none."""
+    answered_without_skills: int
+    """Plans that answered the goal with no skill (``no_skill_needed``)."""
+    no_fit: int
+    """Plans that said no skill fits."""
+    plan_errors: int
+    """Goals the model gave no usable plan for (counted as misses, and as not over-loaded)."""
+    overloaded: list[dict[str, object]] = []
+
 
 class SelectionBench(BaseModel):
     skills: int
@@ -49,6 +81,8 @@ class SelectionBench(BaseModel):
     recall_at: dict[str, float]
     by_kind: dict[str, dict[str, float]]
     no_fit_goals: int
+    no_skill_goals: int = 0
+    """Goals with ``expect: []`` or ``kind: none``: they need no skill (left out of recall)."""
     planner_prompt_tokens_max: int
     planner_prompt_tokens_median: int
     index_ms: int
@@ -64,6 +98,8 @@ class SelectionBench(BaseModel):
     """Whether the ranking fused sentence-embedding similarity (the embedder's package is installed and on)."""
     query_ms_median: float
     misses_at_10: list[dict[str, object]] = []
+    planned: PlannedSelection | None = None
+    """With ``--model``: recall of the plans and over-loading on goals that need no skill."""
 
 
 def rss_mb() -> float:
@@ -117,9 +153,11 @@ def bench_selection(
     *,
     ks: tuple[int, ...] = DEFAULT_KS,
     selection: SelectionSettings | None = None,
+    model: ChatModel | None = None,
 ) -> SelectionBench:
     """Recall of the shortlist ranking on ``goals_file`` over the skills in ``skills_dir``; the index is built cold
-    in a temporary cache, then again from that cache (``index_ms_cached``)."""
+    in a temporary cache, then again from that cache (``index_ms_cached``). With ``model``, every goal is planned
+    too (``planned``)."""
     selection = selection or SelectionSettings()
     goals = read_goals(goals_file)
     library = SkillLibrary(skills_dir)
@@ -157,7 +195,7 @@ def bench_selection(
         prompt_tokens.append(
             planner_prompt_tokens(g.goal, catalog, selection, searchable=searchable, library_size=len(invocable))
         )
-        if not g.expect:
+        if g.needs_no_skill:
             continue
         for k in ks:
             hit = any(i in ranked.ids[:k] for i in g.expect)
@@ -165,15 +203,16 @@ def bench_selection(
         if not any(i in ranked.ids[:10] for i in g.expect):
             misses.append({"goal": g.goal[:200], "expect": g.expect, "top": ranked.ids[:3]})
 
-    def rate(values: list[bool]) -> float:
-        return round(sum(values) / len(values), 3) if values else 0.0
-
+    planned = None
+    if model is not None:
+        planned = plan_goals(goals, l1, index, selection, model)
     return SelectionBench(
         skills=len(l1),
         goals=len(goals),
-        recall_at={str(k): rate([h for kind in hits.values() for h in kind[k]]) for k in ks},
-        by_kind={kind: {str(k): rate(v[k]) for k in ks} for kind, v in sorted(hits.items())},
-        no_fit_goals=sum(1 for g in goals if not g.expect),
+        recall_at={str(k): _rate([h for kind in hits.values() for h in kind[k]]) for k in ks},
+        by_kind={kind: {str(k): _rate(v[k]) for k in ks} for kind, v in sorted(hits.items())},
+        no_fit_goals=sum(1 for g in goals if not g.expect and g.kind != "none"),
+        no_skill_goals=sum(1 for g in goals if g.needs_no_skill),
         planner_prompt_tokens_max=max(prompt_tokens, default=0),
         planner_prompt_tokens_median=int(statistics.median(prompt_tokens)) if prompt_tokens else 0,
         index_ms=index_ms,
@@ -184,6 +223,69 @@ def bench_selection(
         semantic=index.semantic,
         query_ms_median=round(statistics.median(query_ms), 2) if query_ms else 0.0,
         misses_at_10=misses,
+        planned=planned,
+    )
+
+
+def _rate(values: list[bool]) -> float:
+    return round(sum(values) / len(values), 3) if values else 0.0
+
+
+def plan_goals(
+    goals: list[BenchGoal], l1: list[SkillSummary], index: SkillIndex, selection: SelectionSettings, model: ChatModel
+) -> PlannedSelection:
+    """Plan every goal as the runtime does (shortlist, named skills, ``search_skills``) and score the plans."""
+    invocable = model_invocable(l1)
+    by_id = {s.id: s for s in invocable}
+    searchable = len(invocable) > selection.shortlist_threshold and selection.search_tool
+
+    def search(query: str, exclude: Sequence[str]) -> list[SkillSummary]:
+        return [by_id[h.id] for h in index.search(query, k=8, exclude=exclude) if h.id in by_id]
+
+    hits: dict[str, list[bool]] = {}
+    loaded: list[int] = []
+    answered = no_fit = errors = 0
+    overloaded: list[dict[str, object]] = []
+    for g in goals:
+        shown = make_shortlist(
+            g.goal, l1, index, threshold=selection.shortlist_threshold, size=selection.shortlist_size
+        )
+        try:
+            plan = make_plan(
+                g.goal,
+                shown.skills,
+                model,
+                explicit=shown.explicit,
+                catalog_max_tokens=selection.catalog_max_tokens,
+                search=search if searchable else None,
+                max_searches=selection.max_searches,
+                max_calls=selection.max_plan_calls,
+                library_size=shown.library_size,
+            ).plan
+        except OrchestratorError:
+            errors += 1
+            plan = None
+        chosen = [s.skill for s in plan.steps] if plan is not None else []
+        answered += plan is not None and plan.answered_without_skills
+        no_fit += plan is not None and not plan.steps and plan.no_fit is not None
+        if g.needs_no_skill:
+            loaded.append(len(chosen))
+            if chosen:
+                overloaded.append({"goal": g.goal[:200], "planned": chosen})
+        else:
+            hits.setdefault(g.kind, []).append(any(i in chosen for i in g.expect))
+    return PlannedSelection(
+        model=model.name,
+        goals=len(goals),
+        recall=_rate([h for kind in hits.values() for h in kind]),
+        by_kind={kind: _rate(v) for kind, v in sorted(hits.items())},
+        no_skill_goals=len(loaded),
+        overloading=_rate([n > 0 for n in loaded]),
+        skills_per_no_skill_goal=round(sum(loaded) / len(loaded), 2) if loaded else 0.0,
+        answered_without_skills=answered,
+        no_fit=no_fit,
+        plan_errors=errors,
+        overloaded=overloaded,
     )
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import yaml
 from select_corpus import GOALS, write_skill
 
 from orchestrator.select.index import SkillDoc, SkillIndex, skill_docs
@@ -128,3 +130,65 @@ def test_words_are_matched_by_their_stems(tmp_path):
     write_skill(root, "deploy-notes", name="notes", description="Write release notes.", body="Deploy notes.")
     assert tokenize("deploying") == tokenize("deployment") == tokenize("deploy")
     assert {h.id for h in _index(root).search("deploying")} == {"rollout", "deploy-notes"}
+
+
+def test_bench_selection_with_a_model_reports_the_plans_recall_and_over_loading(skills_root, tmp_path):
+    goals = tmp_path / "goals.jsonl"
+    goals.write_text(
+        "\n".join(
+            json.dumps(g)
+            for g in [
+                {"goal": "Bill my client for last week's orders", "expect": ["invoice-builder"], "kind": "direct"},
+                {"goal": "Make a 6-slide presentation of the Q3 numbers", "expect": ["slide-deck"], "kind": "direct"},
+                {"goal": "Sing happy birthday to my grandmother over the phone", "expect": [], "kind": "no-fit"},
+                {"goal": "What is the capital of Portugal?", "expect": [], "kind": "none"},
+            ]
+        )
+        + "\n"
+    )
+    plans = [
+        {"steps": [{"skill": "invoice-builder"}]},
+        {"steps": [{"skill": "invoice-builder"}]},  # the wrong skill: a miss
+        {"steps": [{"skill": "slide-deck"}, {"skill": "invoice-builder"}]},  # skills for a goal none fits
+        {"steps": [], "no_skill_needed": {"reason": "a question", "answer": "Lisbon."}},
+    ]
+    scenario = tmp_path / "plans.yaml"
+    scenario.write_text(
+        yaml.safe_dump(
+            {
+                "goal": "bench",
+                "model": "scripted-bench",
+                "steps": [{"purpose": "plan", "reply": {"content": json.dumps(p)}} for p in plans],
+            }
+        )
+    )
+    # The whole library in the catalog, so that the scripted plans' skills are always on offer.
+    env = {**os.environ, "ORCH_SELECTION__SHORTLIST_THRESHOLD": "100"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "bench", "selection", "--skills", str(skills_root), "--goals",
+         str(goals), "--model", f"scripted:{scenario}", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["no_skill_goals"] == 2 and result["no_fit_goals"] == 1 and set(result["by_kind"]) == {"direct"}
+    planned = result["planned"]
+    assert planned["recall"] == 0.5 and planned["by_kind"] == {"direct": 0.5}
+    assert planned["no_skill_goals"] == 2 and planned["overloading"] == 0.5, planned
+    assert planned["skills_per_no_skill_goal"] == 1.0 and planned["answered_without_skills"] == 1
+    assert planned["plan_errors"] == 0
+    assert planned["overloaded"] == [
+        {"goal": "Sing happy birthday to my grandmother over the phone", "planned": ["slide-deck", "invoice-builder"]}
+    ]
+    human = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "bench", "selection", "--skills", str(skills_root), "--goals",
+         str(goals), "--model", f"scripted:{scenario}"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+    assert human.returncode == 0 and "over-loading 0.5 on 2 goals that need no skill" in human.stdout
