@@ -17,7 +17,7 @@ from fastapi import Depends, FastAPI, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from orchestrator.api import files
 from orchestrator.api.access import ApiRefusal, Caller, find_batch, find_job, visible_jobs
@@ -31,7 +31,7 @@ from orchestrator.worker import control
 from orchestrator.worker.dispatch import enqueue_phase
 from orchestrator.worker.ledger import TERMINAL, JobRecord, Ledger
 from orchestrator.worker.submit import SubmitReport, check_batch_id, parse_lines, submit_lines
-from orchestrator.worker.views import shown_state, summary
+from orchestrator.worker.views import no_worker_note, shown_state, summary, workers_view
 from orchestrator.workflow.steps import new_job_id
 
 ShownState = Literal["queued", "planning", "acting", "reflecting", "stalled", "done", "unmet", "failed", "cancelled"]
@@ -54,6 +54,15 @@ class Problem(BaseModel):
 class Health(BaseModel):
     ok: bool
     redis: bool
+
+
+class Worker(BaseModel):
+    """What a producer may know of a worker: whether it takes work, and what it lacks."""
+
+    name: str = "?"
+    ready: bool = False
+    queues: list[str] = []
+    missing: list[str] = []
 
 
 class BatchOutcome(BaseModel):
@@ -174,6 +183,7 @@ def _job_routes(api: FastAPI, door: Door, authenticated: Callable[..., ApiKey], 
         state: ShownState | None = None,
         batch: Annotated[str | None, Query(max_length=200)] = None,
         limit: Annotated[int, Query(ge=1, le=settings.api.list_max)] = 50,
+        full: Annotated[bool, Query(description="each job's whole record, as GET /v1/jobs/{id} answers")] = False,
     ) -> list[dict[str, Any]]:
         """Your jobs, newest first (an admin key: everyone's), as ``jobs --json`` lists them."""
         found = []
@@ -182,7 +192,8 @@ def _job_routes(api: FastAPI, door: Door, authenticated: Callable[..., ApiKey], 
                 continue
             if state is not None and shown_state(record, settings)[0] != state:
                 continue
-            found.append(summary(record, settings))
+            note = no_worker_note(ledger) if record.state == "queued" else None
+            found.append(job_view(ledger, settings, record) if full else summary(record, settings, note=note))
             if len(found) >= limit:
                 break
         return found
@@ -191,6 +202,24 @@ def _job_routes(api: FastAPI, door: Door, authenticated: Callable[..., ApiKey], 
     def get_job(job_id: str, who: Annotated[Caller, Depends(caller)]) -> dict[str, Any]:
         """The record ``jobs ID --json`` prints."""
         return job_view(ledger, settings, find_job(ledger, who, job_id))
+
+    @api.get("/v1/jobs/{job_id}/trace", response_model=dict[str, Any], tags=["jobs"], responses=REFUSALS)
+    def get_trace(job_id: str, who: Annotated[Caller, Depends(caller)]) -> dict[str, Any]:
+        """The job's finished spans (``jobs ID --trace --json``)."""
+        record = find_job(ledger, who, job_id)
+        spans = ledger.spans(record.trace_id) if record.trace_id else []
+        return {"job_id": record.job_id, "trace_id": record.trace_id, "spans": spans}
+
+    @api.get("/v1/workers", response_model=list[Worker], tags=["service"], responses=REFUSALS)
+    def get_workers(who: Annotated[Caller, Depends(caller)]) -> list[Worker]:
+        """Workers alive now, ready or not and what they lack (whether queued jobs will be taken)."""
+        shown = []
+        for w in ledger.workers():
+            try:
+                shown.append(Worker.model_validate(w))
+            except ValidationError:  # an announcement altered in Redis: left out
+                continue
+        return shown
 
     @api.post("/v1/jobs/{job_id}/cancel", response_model=control.Outcome, tags=["jobs"],
               responses={**REFUSALS, 409: {"model": control.Outcome}})
@@ -238,7 +267,7 @@ def _batch_routes(api: FastAPI, door: Door, caller: Callable[..., Caller]) -> No
     @api.get("/v1/batches/{batch}", response_model=dict[str, Any], tags=["batches"], responses=REFUSALS)
     def get_batch(batch: str, who: Annotated[Caller, Depends(caller)]) -> dict[str, Any]:
         """Your jobs of the batch: counts by state, durations, failures and each job (``jobs --batch B --json``)."""
-        return batch_view(settings, batch, find_batch(ledger, who, batch))
+        return {**batch_view(settings, batch, find_batch(ledger, who, batch)), "workers": workers_view(ledger)}
 
     @api.get("/v1/batches/{batch}/report", response_class=HTMLResponse, tags=["batches"], responses=REFUSALS)
     def batch_report(batch: str, who: Annotated[Caller, Depends(caller)]) -> HTMLResponse:

@@ -12,7 +12,7 @@ from orchestrator.cli.common import fail, notice, state
 from orchestrator.cli.ledger_access import open_ledger
 from orchestrator.errors import OrchestratorError
 from orchestrator.worker.ledger import JobRecord
-from orchestrator.worker.views import batch_report
+from orchestrator.worker.views import batch_report, workers_view
 
 
 def serve(
@@ -37,7 +37,8 @@ def serve(
     def render(batch: str, records: list[JobRecord]) -> str:
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / "report.html"
-            write_report(path, batch, records, batch_report(records, settings), settings)
+            write_report(path, batch, records, batch_report(records, settings), settings,
+                         workers=workers_view(ledger))
             return path.read_text(encoding="utf-8")
 
     api = create_api(settings, ledger, create_app(settings), render_report=render)

@@ -19,9 +19,18 @@ from rich.tree import Tree
 from orchestrator.api.views import batch_view, job_view
 from orchestrator.cli.common import emit_json, fail, state
 from orchestrator.cli.ledger_access import COLOURS, Outage, console, literal, open_ledger
+from orchestrator.cli.remote import (
+    BatchDoor,
+    api_client,
+    batch_control,
+    check_batch_exists,
+    download_via_api,
+    print_outcome,
+    remote_ledger,
+)
 from orchestrator.config import Settings
 from orchestrator.errors import ConfigError, OrchestratorError
-from orchestrator.worker.ledger import JobRecord, Ledger, batch_ids
+from orchestrator.worker.ledger import JobRecord, Ledger
 from orchestrator.worker.names import SHOWN_STATES
 from orchestrator.worker.views import (
     batch_report,
@@ -52,15 +61,20 @@ def run_jobs(
     try:
         _check_options(job_id, state_filter, batch, report, cancel, rerun, download, trace)  # before Redis is asked
         settings = state(ctx).settings()
-        ledger = open_ledger(settings)
+        client = api_client()  # a producer's path: the API, with ORCH_API_URL and ORCH_API_KEY
+        ledger = remote_ledger(client) if client is not None else open_ledger(settings)
+        door = BatchDoor(settings, ledger=None if client is not None else ledger, client=client)
         if job_id is not None and ledger.get(job_id) is None:
             raise ConfigError(f"no job {job_id!r} in the ledger", where="jobs", next_step="list jobs with `jobs`")
-        if batch is not None and not batch_ids(ledger, batch):
-            raise ConfigError(f"no batch {batch!r} in the ledger", where="jobs",
-                              next_step="submit prints its batch id; or list jobs with `jobs`")
+        batch_records = check_batch_exists(door, batch) if batch is not None else []
     except OrchestratorError as e:
         fail(e, as_json=as_json, code=2)
     if job_id is not None and (cancel or rerun or download is not None):
+        if client is not None and download is not None:
+            raise typer.Exit(download_via_api(client, job_id, download, as_json=as_json))
+        if client is not None:
+            kind = "cancel" if cancel else "rerun"
+            raise typer.Exit(print_outcome(kind, client.control(f"/v1/jobs/{job_id}/{kind}")[1], as_json=as_json))
         # Deferred: controlling a job sends Celery tasks; showing one needs neither Celery nor the producer's code.
         from orchestrator.cli.job_control import cancel_job, download_job, rerun_job
 
@@ -70,12 +84,22 @@ def run_jobs(
             raise typer.Exit(rerun_job(ledger, settings, job_id, as_json=as_json))
         assert download is not None
         raise typer.Exit(download_job(ledger, settings, job_id, download, as_json=as_json))
+    if batch is not None and (cancel or rerun or download is not None):
+        raise typer.Exit(batch_control(door, batch, cancel=cancel, rerun=rerun, download=download, as_json=as_json))
+    if client is not None and as_json and not trace and not watch:  # the API's own answer, as the ledger path prints
+        if batch is not None:
+            _show_batch(ledger, settings, batch, batch_records, report, as_json=False, quiet=True)
+            emit_json({**(client.batch(batch) or {}), "report": str(report) if report else None})
+        else:
+            emit_json(client.job(job_id) if job_id is not None else
+                      client.jobs(limit=limit, state=state_filter, full=False))
+        return
     if trace:
         assert job_id is not None
         _print_trace(ledger, job_id, as_json=as_json)
         return
     if batch is not None:
-        _show_batch(ledger, settings, batch, report, as_json=as_json)
+        _show_batch(ledger, settings, batch, batch_records, report, as_json=as_json)
         return
     if watch and not as_json:
         _watch(ledger, settings, job_id, limit, state_filter)
@@ -131,8 +155,9 @@ def _check_options(
         raise ConfigError(f"--state {state_filter!r}: expected one of {', '.join(SHOWN_STATES)}", where="cli")
     needs_id = [name for name, on in (("--cancel", cancel), ("--rerun", rerun), ("--download", download is not None),
                                       ("--trace", trace)) if on]
-    if needs_id and job_id is None:
-        raise ConfigError(f"{needs_id[0]} needs a job id: jobs ID {needs_id[0]}", where="cli")
+    if needs_id and job_id is None and (batch is None or trace):
+        raise ConfigError(f"{needs_id[0]} needs a job id or a batch: jobs ID {needs_id[0]} or jobs --batch B "
+                          f"{needs_id[0]}", where="cli")
     if len(needs_id) > 1:
         raise ConfigError(f"one of {', '.join(needs_id)} at a time", where="cli")
     if report is not None and batch is None:
@@ -144,6 +169,9 @@ def _title(records: list[JobRecord], state_filter: str | None) -> str:
 
 
 def _listing(ledger: Ledger, settings: Settings, limit: int, state_filter: str | None) -> list[JobRecord]:
+    remote = getattr(ledger, "listing", None)  # through the API: it filters on its side, in one call
+    if remote is not None:
+        return list(remote(limit=limit, state=state_filter))
     if state_filter is None:
         return ledger.all(limit=limit)
     found = []
@@ -160,14 +188,18 @@ def _record_json(ledger: Ledger, settings: Settings, record: JobRecord) -> dict[
     return job_view(ledger, settings, record)
 
 
-def _show_batch(ledger: Ledger, settings: Settings, batch: str, report: Path | None, *, as_json: bool) -> None:
-    records = [r for i in batch_ids(ledger, batch) if (r := ledger.get(i)) is not None]
+def _show_batch(
+    ledger: Ledger, settings: Settings, batch: str, records: list[JobRecord], report: Path | None, *, as_json: bool,
+    quiet: bool = False,
+) -> None:
     facts = batch_report(records, settings)
     if report is not None:
         # Deferred: plotly is loaded only when a report is asked for.
         from orchestrator.cli.batch_report import write_report
 
         write_report(report, batch, records, facts, settings, workers=workers_view(ledger))
+    if quiet:
+        return
     if as_json:
         emit_json({**batch_view(settings, batch, records, str(report) if report else None),
                    "workers": workers_view(ledger)})

@@ -51,6 +51,8 @@ def submit(
 ) -> None:
     # Deferred: the Celery app is built when its module is imported (from ORCH_CONFIG), so it loads only in
     # the commands that talk to the broker, after the settings are known.
+    # Deferred: the API's client (httpx) loads only when a producer goes through the API.
+    from orchestrator.cli.remote import api_client, remote_ledger
     from orchestrator.worker.celery_app import create_app
     from orchestrator.worker.dispatch import enqueue_phase
 
@@ -61,17 +63,22 @@ def submit(
     try:
         settings = state(ctx).settings()
         lines = _read_lines(source)
-        ledger = open_ledger(settings)
-        producer = create_app(settings)
-        report = submit_lines(
-            lines,
-            settings,
-            ledger,
-            lambda record, phase: enqueue_phase(producer, settings, ledger, record, phase),
-            new_job_id=new_job_id,
-            batch=batch,
-            rerun=rerun,
-        )
+        client = api_client()  # a producer's path: the API, with ORCH_API_URL and ORCH_API_KEY
+        if client is not None:
+            report = client.submit(lines, batch=batch, rerun=rerun)
+            ledger = remote_ledger(client)
+        else:
+            ledger = open_ledger(settings)
+            producer = create_app(settings)
+            report = submit_lines(
+                lines,
+                settings,
+                ledger,
+                lambda record, phase: enqueue_phase(producer, settings, ledger, record, phase),
+                new_job_id=new_job_id,
+                batch=batch,
+                rerun=rerun,
+            )
     except OrchestratorError as e:
         fail(e, as_json=as_json, code=2)
     err = Console(stderr=True, soft_wrap=True)
