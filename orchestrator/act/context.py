@@ -16,7 +16,7 @@ from orchestrator.act.workspace import BuildArea
 from orchestrator.config import Settings
 from orchestrator.sandbox.thumbnails import Thumbnail
 from orchestrator.skills.loader import SkillLibrary
-from orchestrator.skills.models import Skill
+from orchestrator.skills.parsed import Skill
 from orchestrator.validate.layout.findings import BRAND_FILE
 from orchestrator.validate.stats import ValidationStats
 

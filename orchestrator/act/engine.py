@@ -18,7 +18,7 @@ from orchestrator.sandbox.backend import SandboxBackend
 from orchestrator.sandbox.egress import EgressShortfall, resolve_egress
 from orchestrator.sandbox.image import missing_tools
 from orchestrator.skills.loader import SkillLibrary
-from orchestrator.skills.models import Skill
+from orchestrator.skills.parsed import Skill
 from orchestrator.skills.tree import tree_hash
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from orchestrator.skills.models import SkillSummary
+from orchestrator.skills.parsed import SkillSummary
 
 _DOLLAR = re.compile(r"(?<![\w$])\$([A-Za-z0-9][A-Za-z0-9_./:-]*)")
 _USE_THE = re.compile(

@@ -32,7 +32,7 @@ from orchestrator.select.semantic import (
     shipped_embedder,
 )
 from orchestrator.skills.loader import SkillLibrary
-from orchestrator.skills.models import SkillSummary
+from orchestrator.skills.parsed import SkillSummary
 
 _log = get_logger("orchestrator.select")
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 
 from orchestrator.select.explicit import explicit_skills
 from orchestrator.select.index import Hit, SkillIndex
-from orchestrator.skills.models import SkillSummary
+from orchestrator.skills.parsed import SkillSummary
 from orchestrator.tokens import estimate_tokens
 
 #: Description lengths (characters) tried in turn when the catalog is over its budget; None: the whole text.

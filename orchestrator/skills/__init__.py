@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from orchestrator.skills.loader import SkillLibrary
-    from orchestrator.skills.models import (
+    from orchestrator.skills.parsed import (
         Declarations,
         DisclosedText,
         Problem,
@@ -28,12 +28,12 @@ _HOMES = {
     "CachedRead": "read_cache",
     "ReadCache": "read_cache",
     "SkillLibrary": "loader",
-    "Declarations": "models",
-    "DisclosedText": "models",
-    "Problem": "models",
-    "Reference": "models",
-    "Skill": "models",
-    "SkillSummary": "models",
+    "Declarations": "parsed",
+    "DisclosedText": "parsed",
+    "Problem": "parsed",
+    "Reference": "parsed",
+    "Skill": "parsed",
+    "SkillSummary": "parsed",
 }
 
 __all__ = [

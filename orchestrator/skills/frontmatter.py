@@ -21,7 +21,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.egress import declaration_problem
-from orchestrator.skills.models import KNOWN_OPERATIONS, Declarations, Problem, Severity
+from orchestrator.skills.parsed import KNOWN_OPERATIONS, Declarations, Problem, Severity
 from orchestrator.skills.recover import recover_fields
 
 SPEC_KEYS = ("name", "description", "license", "allowed-tools", "metadata", "compatibility")

@@ -36,7 +36,7 @@ from orchestrator.skills.confine import (
     walk_files,
 )
 from orchestrator.skills.frontmatter import SKILL_MD, ParsedSkillMd, parse_skill_md
-from orchestrator.skills.models import DisclosedText, Problem, Reference, Severity, Skill, SkillSummary
+from orchestrator.skills.parsed import DisclosedText, Problem, Reference, Severity, Skill, SkillSummary
 from orchestrator.skills.read_cache import DEFAULT_MAX_BYTES, NotARegularFile, ReadCache
 from orchestrator.skills.refs import glob_match, resolve_references
 from orchestrator.tokens import cut_to_tokens, estimate_tokens

@@ -50,7 +50,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
 from orchestrator.skills.confine import Located, Verdict, locate, normalize_rel
-from orchestrator.skills.models import Problem, Reference, Severity, Via
+from orchestrator.skills.parsed import Problem, Reference, Severity, Via
 
 MARKDOWN_SUFFIXES = frozenset({".md", ".markdown", ".mdx"})
 _EXTENSIONS = """

@@ -17,7 +17,7 @@ from orchestrator.llm.interface import ChatModel, Message, ModelResponse, ToolSp
 from orchestrator.llm.jsonreply import json_in_reply
 from orchestrator.prompts import load_prompt, render_prompt, tool_text
 from orchestrator.select.shortlist import Catalog, catalog_text
-from orchestrator.skills.models import SkillSummary
+from orchestrator.skills.parsed import SkillSummary
 from orchestrator.tokens import estimate_tokens
 from orchestrator.validate.rules import ContractRules, ExpectedOutputs, Kind, RequiredFile
 

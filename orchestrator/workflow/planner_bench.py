@@ -31,7 +31,7 @@ from orchestrator.prompts import load_prompt
 from orchestrator.select.index import SkillIndex
 from orchestrator.select.shortlist import Catalog, catalog_text, make_shortlist, model_invocable
 from orchestrator.skills.loader import SkillLibrary
-from orchestrator.skills.models import SkillSummary
+from orchestrator.skills.parsed import SkillSummary
 from orchestrator.tokens import estimate_tokens
 from orchestrator.workflow.goal import GoalResult
 from orchestrator.workflow.plan import SEARCH_SKILLS, make_plan, plan_request

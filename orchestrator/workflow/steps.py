@@ -22,7 +22,7 @@ from orchestrator.logs import get_logger
 from orchestrator.prompts import render_prompt
 from orchestrator.select.index import SkillIndex
 from orchestrator.select.shortlist import make_shortlist, model_invocable
-from orchestrator.skills.models import SkillSummary
+from orchestrator.skills.parsed import SkillSummary
 from orchestrator.workflow.budget import BudgetedModel, GoalBudget
 from orchestrator.workflow.goal import GoalMetrics, GoalState, Replan, Suggestion
 from orchestrator.workflow.outputs import check_input_files, check_output_dir, publish_file

@@ -11,7 +11,7 @@ import pytest
 from orchestrator.errors import WorkflowError
 from orchestrator.llm.cutjson import close_cut_json
 from orchestrator.llm.interface import ModelResponse
-from orchestrator.skills.models import SkillSummary
+from orchestrator.skills.parsed import SkillSummary
 from orchestrator.testing import ScriptedModel, json_response
 from orchestrator.workflow.plan import make_plan
 

@@ -14,7 +14,7 @@ from orchestrator.errors import WorkflowError
 from orchestrator.select.explicit import explicit_skills, named_in
 from orchestrator.select.shortlist import catalog_text, make_shortlist
 from orchestrator.skills.loader import SkillLibrary
-from orchestrator.skills.models import SkillSummary
+from orchestrator.skills.parsed import SkillSummary
 from orchestrator.testing import FunctionModel, ScriptedModel, json_response, tool_call_response
 from orchestrator.tokens import estimate_tokens
 from orchestrator.workflow import phases

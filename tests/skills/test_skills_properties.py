@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from orchestrator.skills import SkillLibrary
 from orchestrator.skills.frontmatter import parse_skill_md
-from orchestrator.skills.models import PROBLEM_CODES
+from orchestrator.skills.parsed import PROBLEM_CODES
 
 yaml_bits = st.sampled_from(
     [

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from orchestrator.errors import WorkflowError
-from orchestrator.skills.models import SkillSummary
+from orchestrator.skills.parsed import SkillSummary
 from orchestrator.testing import ScriptedModel, json_response, text_response
 from orchestrator.workflow.plan import make_plan
 
