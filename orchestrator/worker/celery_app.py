@@ -12,8 +12,8 @@ from typing import Any
 from celery import Celery
 
 from orchestrator.config import Settings, load_settings
-from orchestrator.worker.limits import visibility_timeout_s
 from orchestrator.worker.names import QUEUE
+from orchestrator.worker.time_limits import visibility_timeout_s
 from orchestrator.workflow import phases
 from orchestrator.workflow.phases import PhaseKind
 

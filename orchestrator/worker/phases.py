@@ -32,8 +32,8 @@ from orchestrator.worker.bookkeeping import (
 )
 from orchestrator.worker.heartbeat import Heartbeat
 from orchestrator.worker.ledger import Acquire, JobRecord, LeaseLost, Ledger
-from orchestrator.worker.limits import SoftLimitReached, soft_limit_interrupts
 from orchestrator.worker.tenancy import library_root, scenario_file
+from orchestrator.worker.time_limits import SoftLimitReached, soft_limit_interrupts
 from orchestrator.workflow import phases
 from orchestrator.workflow.goal import Checkpoint
 from orchestrator.workflow.machine import advance

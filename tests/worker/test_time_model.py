@@ -14,8 +14,8 @@ from worker_helpers import REPO, Cluster, goal_line
 
 from orchestrator.config import load_settings
 from orchestrator.worker.celery_app import create_app
-from orchestrator.worker.limits import hard_limit_s, visibility_timeout_s
 from orchestrator.worker.submit import parse_lines
+from orchestrator.worker.time_limits import hard_limit_s, visibility_timeout_s
 from orchestrator.workflow.phases import PhaseKind
 from orchestrator.workflow.request import BudgetOverrides, budgeted
 
