@@ -15,12 +15,12 @@ from orchestrator.cli.common import emit_json, fail, notice, plain, state
 from orchestrator.config import Settings
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.logs import dumps_safe, mask_value
+from orchestrator.workflow.embedded import GoalInterrupted, bundle_zip
+from orchestrator.workflow.embedded import run_goal as run_workflow
 from orchestrator.workflow.evidence import run_evidence_dir, save_evidence
 from orchestrator.workflow.goal import GoalResult
 from orchestrator.workflow.outputs import check_input_files, check_output_dir, check_zip_target
 from orchestrator.workflow.request import GoalRequest, budgeted, default_inputs, parse_budgets, scenario_of
-from orchestrator.workflow.run import GoalInterrupted, bundle_zip
-from orchestrator.workflow.run import run_goal as run_workflow
 from orchestrator.workflow.runtime import Runtimes, RuntimeSpec
 
 _PROGRESS = {

@@ -33,10 +33,10 @@ from orchestrator.select.shortlist import Catalog, catalog_text, make_shortlist,
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.skills.parsed import SkillSummary
 from orchestrator.tokens import estimate_tokens
+from orchestrator.workflow.embedded import run_goal
 from orchestrator.workflow.goal import GoalResult
 from orchestrator.workflow.plan import SEARCH_SKILLS, make_plan, plan_request
 from orchestrator.workflow.request import GoalRequest
-from orchestrator.workflow.run import run_goal
 from orchestrator.workflow.runtime import Runtimes, RuntimeSpec
 
 DEFAULT_KS = (5, 10, 20)

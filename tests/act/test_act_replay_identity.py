@@ -18,8 +18,8 @@ from orchestrator.act.memo import MemoStore
 from orchestrator.config import load_settings
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.testing import FunctionModel, InMemorySandbox, ScriptedModel, json_response, tool_call_response
+from orchestrator.workflow.embedded import Runtime, run_goal
 from orchestrator.workflow.request import GoalRequest
-from orchestrator.workflow.run import Runtime, run_goal
 
 BODY = "Run `scripts/make.py`; it writes `deck.txt`."
 ENTRY = """\

@@ -129,7 +129,7 @@ def test_nothing_in_the_package_imports_the_test_fakes():
 
 def test_the_rules_can_fail_on_an_upward_import_and_on_a_skip_without_a_reason(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("from orchestrator.workflow.run import run_goal\nimport orchestrator.cli\n")
+    bad.write_text("from orchestrator.workflow.embedded import run_goal\nimport orchestrator.cli\n")
     assert {area for area, _ in _imported_areas(bad)} == {"workflow", "cli"}
     assert not _allowed("act", "workflow") and not _allowed("workflow", "cli")
     assert not _allowed("worker", "sandbox") and not _allowed("worker", "llm")  # no skipping to the bottom

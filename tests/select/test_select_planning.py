@@ -18,9 +18,9 @@ from orchestrator.skills.parsed import SkillSummary
 from orchestrator.testing import FunctionModel, ScriptedModel, json_response, tool_call_response
 from orchestrator.tokens import estimate_tokens
 from orchestrator.workflow import phases
+from orchestrator.workflow.embedded import drive, run_goal
 from orchestrator.workflow.plan import Plan, PlanStep, make_plan
 from orchestrator.workflow.request import GoalRequest
-from orchestrator.workflow.run import drive, run_goal
 from orchestrator.workflow.runtime import Runtime
 from orchestrator.workflow.steps import start_goal
 

@@ -24,9 +24,9 @@ from orchestrator.testing import FunctionModel, ScriptedModel, json_response, to
 from orchestrator.testing.sandbox import InMemorySandbox
 from orchestrator.worker.ledger import JobRecord, JobRequest, Ledger
 from orchestrator.worker.phases import PhaseContext, run_phase
+from orchestrator.workflow.embedded import run_goal
 from orchestrator.workflow.goal import GoalResult
 from orchestrator.workflow.request import BudgetOverrides, GoalRequest, budgeted
-from orchestrator.workflow.run import run_goal
 from orchestrator.workflow.runtime import Runtime, RuntimeSpec
 
 GOAL = "three notes, one after the other"

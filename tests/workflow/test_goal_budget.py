@@ -15,9 +15,9 @@ from orchestrator.llm.interface import Message, ModelResponse, Purpose, ToolSpec
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.testing import FunctionModel, json_response, tool_call_response
 from orchestrator.testing.sandbox import InMemorySandbox
+from orchestrator.workflow.embedded import run_goal
 from orchestrator.workflow.goal import GoalResult
 from orchestrator.workflow.request import GoalRequest
-from orchestrator.workflow.run import run_goal
 from orchestrator.workflow.runtime import Runtime
 
 REQUEST = 1_100

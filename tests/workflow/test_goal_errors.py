@@ -8,8 +8,8 @@ from orchestrator.config import load_settings
 from orchestrator.errors import ModelError, ModelErrorCode
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.testing import FunctionModel
+from orchestrator.workflow.embedded import run_goal
 from orchestrator.workflow.request import GoalRequest
-from orchestrator.workflow.run import run_goal
 from orchestrator.workflow.runtime import Runtime
 
 
