@@ -321,10 +321,16 @@ def _print_trace(ledger: Any, job_id: str, *, as_json: bool) -> None:
         return
     children: dict[str | None, list[dict[str, Any]]] = {}
     ids = {s["span_id"] for s in spans}
+    goal_span = record.span_id if record else None
+    lost_parents: dict[str, float] = {}  # a phase span that never ended (its worker was lost): its children's start
     for s in sorted(spans, key=lambda s: s["start"]):
         parent = s["parent_id"] if s["parent_id"] in ids else None
+        if parent is None and s["parent_id"] and s["parent_id"] != goal_span:
+            parent = s["parent_id"]
+            lost_parents.setdefault(parent, s["start"])
         children.setdefault(parent, []).append(s)
     tree = Tree(f"trace {record.trace_id if record else '?'}")
+    lost_runs = [h for h in (record.history if record else []) if h.get("outcome") == "lost"]
 
     def add(node: Tree, span: dict[str, Any]) -> None:
         attrs = {k.removeprefix("orch."): v for k, v in span["attributes"].items() if k != "orch.job_id"}
@@ -337,4 +343,11 @@ def _print_trace(ledger: Any, job_id: str, *, as_json: bool) -> None:
 
     for root in children.get(None, []):
         add(tree, root)
+    for parent, started in lost_parents.items():
+        run = next((h for h in lost_runs if float(h["start"]) - 1 <= started <= float(h["end"]) + 1), None)
+        said = (f"{run['phase']} attempt {run['attempt']} on {run['worker']}: lost (taken over by "
+                f"{run.get('taken_over_by', '?')})" if run else "a phase whose worker was lost before it ended")
+        branch = tree.add(literal(said))
+        for child in children.get(parent, []):
+            add(branch, child)
     console().print(tree, highlight=False)

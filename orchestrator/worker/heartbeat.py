@@ -25,7 +25,8 @@ class Heartbeat:
     """While a phase runs: renew the lease and write the heartbeat every ``interval_s``."""
 
     def __init__(
-        self, ledger: Ledger, job_id: str, token: str, *, interval_s: float, lease_s: float, interrupt: bool = False
+        self, ledger: Ledger, job_id: str, token: str, *, interval_s: float, lease_s: float, interrupt: bool = False,
+        stopping: Callable[[], bool] | None = None,
     ) -> None:
         self._ledger = ledger
         self._job_id = job_id
@@ -34,6 +35,8 @@ class Heartbeat:
         self._lease_s = lease_s
         self._stop = threading.Event()
         self.lost = False
+        self._stopping = stopping
+        """Says when this worker is stopping (SIGTERM): the phase is then interrupted and handed back."""
         """True once the lease passed to another worker (this run's results will be dropped)."""
         self._thread = threading.Thread(target=self._run, name=f"heartbeat:{job_id}", daemon=True)
         # Only a phase in the main thread can be interrupted (by the soft limit's signal, see limits.py).
@@ -57,6 +60,11 @@ class Heartbeat:
                     log.warning("heartbeat.lease_lost", job=self._job_id)
                     if self._interrupt and not self._stop.is_set() and hasattr(signal, "SIGUSR1"):
                         os.kill(os.getpid(), signal.SIGUSR1)
+                    return
+                if self._stopping is not None and self._stopping():
+                    log.warning("heartbeat.worker_stopping", job=self._job_id)
+                    if self._interrupt and not self._stop.is_set() and hasattr(signal, "SIGUSR1"):
+                        os.kill(os.getpid(), signal.SIGUSR1)  # the phase hands itself back (worker.phases)
                     return
             except Exception as e:  # noqa: BLE001 - Redis may be restarting; the next beat tries again
                 log.warning("heartbeat.failed", job=self._job_id, error=str(e))
@@ -108,6 +116,7 @@ class Sweeper:
         """Take over what is stale now; returns the job ids taken over or failed."""
         touched = []
         for job_id in self._ledger.running_ids():
+            before = self._ledger.get(job_id)  # the silent worker's attempt, as it was when it went silent
             outcome, phase, attempts = self._ledger.take_over_if_stale(
                 job_id,
                 stale_after_s=self._settings.stale_after_s,
@@ -119,16 +128,20 @@ class Sweeper:
             touched.append(job_id)
             killed = self._kill(job_id)
             record = self._ledger.get(job_id)
+            # The entry is the lost attempt itself: its worker, from when it took the phase to its last heartbeat.
+            last_beat = (before.heartbeat if before else None) or time.time()
             self._ledger.add_history(
                 job_id,
                 {
                     "phase": phase,
-                    "worker": self._name,
-                    "attempt": attempts,
-                    "start": time.time(),
-                    "end": time.time(),
-                    "outcome": "taken_over" if outcome == "requeue" else "failed",
+                    "worker": (before.worker if before else None) or "?",
+                    "attempt": max(1, attempts - 1),
+                    "start": (before.phase_started if before else None) or last_beat,
+                    "end": last_beat,
+                    "outcome": "lost" if outcome == "requeue" else "failed",
                     "reason": record.reason if record else "",
+                    "taken_over_by": self._name,
+                    "taken_over_at": time.time(),
                     "containers_removed": killed,
                 },
             )

@@ -113,6 +113,8 @@ class JobRecord(BaseModel):
     running: bool = False
     worker: str | None = None
     heartbeat: float | None = None
+    phase_started: float | None = None
+    """When the running (or last) phase's attempt took its lease: a lost attempt's history entry starts there."""
     submitted_at: float = 0.0
     started_at: float | None = None
     finished_at: float | None = None
@@ -183,7 +185,8 @@ if attempts > tonumber(ARGV[6]) then
 end
 redis.call('SET', KEYS[2], ARGV[2], 'PX', ARGV[3])
 redis.call('SADD', KEYS[3], ARGV[8])
-redis.call('HSET', job, 'running', 'true', 'worker', cjson.encode(ARGV[4]), 'heartbeat', ARGV[5], 'state', ARGV[7])
+redis.call('HSET', job, 'running', 'true', 'worker', cjson.encode(ARGV[4]), 'heartbeat', ARGV[5], 'state', ARGV[7],
+  'phase_started', ARGV[5])
 if redis.call('HGET', job, 'started_at') == 'null' then redis.call('HSET', job, 'started_at', ARGV[5]) end
 return {'ok', attempts}
 """

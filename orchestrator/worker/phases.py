@@ -81,6 +81,8 @@ class PhaseContext:
     on_event: EventSink = lambda name, data: None
     standby: Callable[[str], None] = lambda why: None
     """Stop this worker taking work until its readiness checks pass again."""
+    stopping: Callable[[], bool] = lambda: False
+    """This worker is stopping (SIGTERM, a warm shutdown): a running phase is handed back, not run to its end."""
 
     def kill_containers(self, job_id: str) -> int:
         return self.runtimes.kill_containers(self.settings, job_id)
@@ -114,7 +116,8 @@ def run_phase(pc: PhaseContext, job_id: str, phase_token: str) -> str:
     entry = {"phase": phase_token, "worker": pc.worker, "attempt": attempt, "start": started}
     # A lease lost mid-phase (the job cancelled, or taken over) interrupts the phase: its work would be dropped.
     try:
-        with Heartbeat(pc.ledger, job_id, token, interval_s=w.heartbeat_s, lease_s=w.stale_after_s, interrupt=True):
+        with Heartbeat(pc.ledger, job_id, token, interval_s=w.heartbeat_s, lease_s=w.stale_after_s, interrupt=True,
+                       stopping=pc.stopping):
             done = _run_traced(pc, record, phase, attempt)
     except GiveBack as e:
         return _give_back(pc, record, phase_token, token, entry, e)
@@ -168,6 +171,11 @@ def _run_traced(pc: PhaseContext, record: JobRecord, phase: Phase, attempt: int)
                 return _advance(pc, record, saved, phase, attempt)
         except (SoftLimitReached, SoftTimeLimitExceeded):
             killed = pc.kill_containers(record.job_id)
+            if pc.stopping():  # a graceful stop: the next worker runs the phase again from the last saved state
+                span.set_attribute("orch.error", "worker stopping")
+                why = f"worker {pc.worker} was stopped during {name}; its sandbox containers were removed"
+                del killed  # most went as the phase unwound; the rest just now
+                raise GiveBack(WorkflowError(why, where=name, next_step="none: another worker runs it")) from None
             span.set_attribute("orch.error", "soft time limit")
             why = f"{name} ran past its soft time limit; {killed} sandbox container(s) of the job were killed"
             error = WorkflowError(why, where=name, next_step="raise the budgets")

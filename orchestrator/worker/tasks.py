@@ -16,7 +16,7 @@ from typing import Any
 
 import redis
 from celery import Task
-from celery.signals import setup_logging, worker_process_init, worker_ready, worker_shutdown
+from celery.signals import setup_logging, worker_process_init, worker_ready, worker_shutdown, worker_shutting_down
 
 from orchestrator.config import Settings
 from orchestrator.logs import configure_logging, get_logger, mask_secrets
@@ -42,6 +42,8 @@ _process: dict[str, Any] = {}
 _process_lock = threading.Lock()
 MAX_PROGRESS_SHOWN = 40
 RECHECK_PREFIX = "orch:recheck:"
+STOPPING_PREFIX = "orch:stopping:"
+"""Set by a worker's main process when it is told to stop: its running phases hand themselves back."""
 
 
 class JobFailed(Exception):
@@ -99,6 +101,8 @@ def _context(task: Task, progress: list[str]) -> PhaseContext:
         except Exception as e:  # noqa: BLE001 - an event for Flower is not worth a goal (Redis may be restarting)
             log.warning("worker.event_lost", job=data.get("job"), progress=name, error=str(e))
 
+    # Read here: the heartbeat thread that asks is not the task's (Celery's task.request is per thread).
+    stopping_key = f"{STOPPING_PREFIX}{task.request.hostname or socket.gethostname()}"
     return PhaseContext(
         settings=settings,
         ledger=ledger,
@@ -107,6 +111,7 @@ def _context(task: Task, progress: list[str]) -> PhaseContext:
         runtimes=_runtimes(),
         on_event=on_event,
         standby=lambda why: go_standby(task.request.hostname or socket.gethostname(), ledger, why),
+        stopping=lambda: bool(ledger.r.exists(stopping_key)),
     )
 
 
@@ -290,6 +295,7 @@ def _start_watch(sender: Any = None, **_: Any) -> None:
     settings = settings_of(app)
     hostname = getattr(sender, "hostname", None) or socket.gethostname()
     ledger = Ledger.from_url(settings.broker_url, outage_s=settings.worker.redis_outage_s)
+    ledger.r.delete(f"{STOPPING_PREFIX}{hostname}")  # a worker started again under the name of one that stopped
     consuming = [q.name for q in getattr(getattr(sender, "task_consumer", None), "queues", []) or []]
     if QUEUE in consuming:  # started by `celery worker` with our queue: hold it back until ready
         app.control.cancel_consumer(QUEUE, destination=[hostname])
@@ -321,6 +327,16 @@ def _start_sweeper(sender: Any = None, **_: Any) -> None:
         kill_containers=lambda job_id: kill_job_containers(settings, job_id),
         on_failed=on_failed,
     ).start()
+
+
+@worker_shutting_down.connect
+def _hand_back_running_phases(sender: Any = None, **_: Any) -> None:
+    """Told to stop (SIGTERM: a warm shutdown): say so in Redis, where each running phase's heartbeat looks, so the
+    phases hand themselves back (containers removed, queued again) instead of running on past the grace period."""
+    settings = settings_of(app)
+    hostname = str(sender or socket.gethostname())
+    with contextlib.suppress(Exception):  # Redis away: the phases run on, and the sweep takes them over if killed
+        Ledger.from_url(settings.broker_url).r.set(f"{STOPPING_PREFIX}{hostname}", "1", ex=600)
 
 
 @worker_shutdown.connect

@@ -70,9 +70,16 @@ def test_a_worker_killed_mid_goal_is_taken_over_and_leaves_no_container(
     assert job["state"] == "done", (job["reason"], cluster.log("survivor"))
     assert recovered_s < 120
     assert job["attempts"] == 2
-    takeovers = [h for h in job["history"] if h["outcome"] == "taken_over"]
+    takeovers = [h for h in job["history"] if h["outcome"] == "lost"]
     assert len(takeovers) == 1 and "doomed@" in takeovers[0]["reason"] and "during act:1" in takeovers[0]["reason"]
-    runs = [(h["phase"], h["worker"].split("@")[0]) for h in job["history"] if h["outcome"] != "taken_over"]
+    lost = takeovers[0]  # the interrupted attempt, named after the worker that was lost, with its duration
+    assert lost["worker"].startswith("doomed@") and lost["attempt"] == 1 and lost["end"] - lost["start"] > 0
+    assert lost["taken_over_by"].startswith("survivor@")
+    text = cluster.cli("jobs", "kill").stdout
+    assert "act:1" in text and "on doomed@" in text and "→ lost" in text
+    trace = cluster.cli("jobs", "kill", "--trace").stdout  # the lost attempt's spans sit under it, named
+    assert "act:1 attempt 1 on doomed@" in trace and "lost (taken over by survivor@" in trace, trace
+    runs = [(h["phase"], h["worker"].split("@")[0]) for h in job["history"] if h["outcome"] != "lost"]
     assert runs == [("plan", "doomed"), ("act:0", "doomed"), ("act:1", "survivor"), ("reflect", "survivor")]
     paths = [a["path"] for a in job["artifacts"]]
     assert len(paths) == len(set(paths)) and any(p.endswith(".pptx") for p in paths)
@@ -93,7 +100,7 @@ def test_a_redis_restart_with_a_batch_queued_loses_nothing(cluster: Cluster) -> 
     assert set(_states(cluster, ids).values()) == {"done"}, cluster.log("w1")[-3000:]
     for job_id in ids:
         job = cluster.job(job_id)
-        committed = [h["phase"] for h in job["history"] if h["outcome"] not in ("taken_over", "lease_lost")]
+        committed = [h["phase"] for h in job["history"] if h["outcome"] not in ("lost", "lease_lost")]
         assert len(committed) == len(set(committed)), job["history"]  # no phase saved twice
         assert [a["path"] for a in job["artifacts"]] == ["brand.json"]
         assert (cluster.output_root / job_id / "brand.json").is_file()
@@ -241,6 +248,6 @@ def test_a_phase_taken_over_plays_its_steps_again_on_the_shared_scripted_server(
         assert job["state"] == "done", (job["reason"], server.failures, cluster.log("survivor")[-3000:])
         assert server.failures == []
     assert job["attempts"] == 2
-    runs = [(h["phase"], h["worker"].split("@")[0]) for h in job["history"] if h["outcome"] != "taken_over"]
+    runs = [(h["phase"], h["worker"].split("@")[0]) for h in job["history"] if h["outcome"] != "lost"]
     assert runs == [("plan", "doomed"), ("act:0", "survivor"), ("reflect", "survivor")]
     assert json.loads((cluster.output_root / "shared" / "brand.json").read_text())["name"] == "Acme"
