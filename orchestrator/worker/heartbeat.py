@@ -1,8 +1,8 @@
 """Liveness without Celery's help: a heartbeat thread per running phase, and a sweep thread in every worker.
 
-Redis redelivers the task of a dead worker only after the visibility timeout (hours, limits.py); the ledger notices in
-about ``stale_after_s`` instead: a running job's heartbeat stops, a live worker's sweep takes the job over (attempts
-+ 1, the old lease dropped, its sandbox containers killed) and queues the phase again.
+Redis redelivers the task of a dead worker only after the visibility timeout (hours: time_limits.py); the ledger
+notices in about ``stale_after_s`` instead: a running job's heartbeat stops, a live worker's sweep takes the job
+over (attempts + 1, the old lease dropped, its sandbox containers killed) and queues the phase again.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class Heartbeat:
         """Says when this worker is stopping (SIGTERM): the phase is then interrupted and handed back."""
         """True once the lease passed to another worker (this run's results will be dropped)."""
         self._thread = threading.Thread(target=self._run, name=f"heartbeat:{job_id}", daemon=True)
-        # Only a phase in the main thread can be interrupted (by the soft limit's signal, see limits.py).
+        # Only a phase in the main thread can be interrupted (by the soft limit's signal, see time_limits.py).
         self._interrupt = interrupt and threading.current_thread() is threading.main_thread()
 
     def __enter__(self) -> Heartbeat:

@@ -146,7 +146,7 @@ def resolve_line(
         if not wanted:  # as `run` does: a scenario may name the goal's input files (relative to itself)
             wanted = [str(p) for p in default_inputs(model)]
     check_out(line.out, line.job_id or None)
-    budgeted(settings, line.budgets)  # within the ceilings, so within the broker's visibility timeout (limits.py)
+    budgeted(settings, line.budgets)  # within the ceilings, so within the broker's visibility timeout (time_limits.py)
     caps = settings.job_inputs
     if line.inputs and read_inputs is not None:
         refs, blobs = read_inputs(wanted)
