@@ -31,6 +31,9 @@ class Injection(BaseModel):
     port: int
     header: str
     value: SecretStr
+    """The header's whole value (``format`` with the secret in it)."""
+    secret: SecretStr
+    """The secret alone (what a result is scrubbed of, should an upstream hand it back)."""
 
 
 class EgressPlan(BaseModel):
@@ -162,7 +165,11 @@ def resolve_egress(
         else:
             host, port = parse_host(grant.host)
             text = grant.format.replace("{value}", value)
-            injections.append(Injection(name=name, host=host, port=port, header=grant.header, value=SecretStr(text)))
+            injections.append(
+                Injection(
+                    name=name, host=host, port=port, header=grant.header, value=SecretStr(text), secret=SecretStr(value)
+                )
+            )
     if missing_hosts or missing or unset or bad:
         return EgressShortfall(
             hosts=missing_hosts,

@@ -10,26 +10,28 @@ network. Every request becomes a JSON line on the proxy's stdout, read back as :
 
 from __future__ import annotations
 
+import io
 import json
+import tarfile
 import time
 from collections.abc import Callable
 from contextlib import suppress
-from pathlib import Path
 from typing import Any
 
 import docker
 import docker.errors
-from docker.types import LogConfig, Mount, Ulimit
+from docker.types import LogConfig, Ulimit
 
 from orchestrator.errors import SandboxError, SandboxErrorCode
 from orchestrator.logs import get_logger
-from orchestrator.sandbox.egress import EgressPlan
-from orchestrator.sandbox.models import EgressRecord
+from orchestrator.sandbox.egress import EgressPlan, Injection
+from orchestrator.sandbox.models import EgressRecord, ScriptResult
 
 log = get_logger(__name__)
 
 PROXY_PORT = 3128
 CA_MOUNT = "/etc/orchestrator-egress"
+HOLDER_CA = "/egress-ca"  # the same volume in the job's holder, which writes it
 CA_FILE = f"{CA_MOUNT}/proxy-ca.pem"
 BUNDLE_FILE = f"{CA_MOUNT}/ca-bundle.pem"
 SYSTEM_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
@@ -37,6 +39,33 @@ IMAGE_HINT = "python -m orchestrator compose build-images --only egress"
 _READY = b'{"egress_ready": '
 _RECORD = b'{"egress_request": '
 LOG_SETTLE_S = 0.15  # the engine copies the proxy's stdout asynchronously: a call's last line may lag a little
+
+
+def ca_archive(files: dict[str, bytes]) -> bytes:
+    """A tar of ``files`` (public certificates: mode 0644, owned by root) for ``put_archive``."""
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, data in files.items():
+            info = tarfile.TarInfo(name)
+            info.size, info.mode, info.mtime = len(data), 0o644, int(time.time())
+            tar.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+MIN_SCRUBBED = 6  # a shorter secret would match ordinary text; such a secret is no secret either
+
+
+def scrub_result(result: ScriptResult, injections: tuple[Injection, ...]) -> ScriptResult:
+    """``result`` with every granted secret (and header value) written as ``[secret NAME]``: an upstream that hands
+    a credential back must not carry it into the evidence, the logs or the model's prompt."""
+    pairs = [(i.value.get_secret_value(), i.name) for i in injections]
+    pairs += [(i.secret.get_secret_value(), i.name) for i in injections]
+    pairs = sorted({(v, n) for v, n in pairs if len(v) >= MIN_SCRUBBED}, key=lambda p: -len(p[0]))
+    text = result.model_dump_json()
+    changed = text
+    for value, name in pairs:
+        changed = changed.replace(json.dumps(value, ensure_ascii=False)[1:-1], f"[secret {name}]")
+    return result if changed == text else ScriptResult.model_validate_json(changed)
 
 
 class EgressProxy:
@@ -49,14 +78,12 @@ class EgressProxy:
         *,
         name: str,
         labels: Callable[[str], dict[str, str]],
-        ca_dir: Path,
     ) -> None:
         self._api = api
         self.plan = plan
         self.name = name
         self.network = f"{name}-egress"
         self._labels = labels
-        self._ca_dir = ca_dir
         self.container: str | None = None
         self.address = ""
         self._network_id: str | None = None
@@ -99,8 +126,8 @@ class EgressProxy:
         self._api.connect_container_to_network(self.container, settings.upstream_network)
         self._api.start(self.container)
 
-    def wait_ready(self, system_bundle: bytes = b"") -> None:
-        """Wait until the proxy listens, then write the CA files the calls trust.
+    def wait_ready(self, system_bundle: bytes = b"") -> dict[str, bytes]:
+        """Wait until the proxy listens; the CA files the calls trust, by name (for :data:`CA_MOUNT`).
 
         ``system_bundle``: the sandbox image's own CA bundle, kept in the combined bundle.
         """
@@ -108,8 +135,10 @@ class EgressProxy:
         ca_pem = self._wait_ready(self.plan.settings.ready_timeout_s, f"sandbox:egress:{self.name}")
         networks = self._api.inspect_container(self.container)["NetworkSettings"]["Networks"]
         self.address = networks[self.network]["IPAddress"]
-        self._write_ca(ca_pem, system_bundle)
         log.info("sandbox.egress_open", job=self.name, **self.plan.summary())
+        ours = ca_pem.encode("ascii")
+        bundle = system_bundle.rstrip(b"\n") + b"\n" + ours if system_bundle.strip() else ours
+        return {"proxy-ca.pem": ours, "ca-bundle.pem": bundle}
 
     def _environment(self, subnets: list[str]) -> dict[str, str]:
         plan = self.plan
@@ -170,16 +199,6 @@ class EgressProxy:
                 )
             time.sleep(0.1)
 
-    def _write_ca(self, ca_pem: str, system_bundle: bytes) -> None:
-        self._ca_dir.mkdir(parents=True, exist_ok=True)
-        self._ca_dir.chmod(0o755)  # the sandbox user reads the mounted folder; these are public certificates
-        ours = ca_pem.encode("ascii")
-        (self._ca_dir / "proxy-ca.pem").write_bytes(ours)
-        bundle = system_bundle.rstrip(b"\n") + b"\n" + ours if system_bundle.strip() else ours
-        (self._ca_dir / "ca-bundle.pem").write_bytes(bundle)
-        for path in self._ca_dir.iterdir():
-            path.chmod(0o644)
-
     # -- what the call containers get -----------------------------------------------------------------------------
 
     def call_environment(self) -> dict[str, str]:
@@ -195,9 +214,6 @@ class EgressProxy:
             "NODE_EXTRA_CA_CERTS": CA_FILE,
             "NODE_USE_ENV_PROXY": "1",
         }
-
-    def call_mounts(self) -> list[Mount]:
-        return [Mount(CA_MOUNT, str(self._ca_dir), type="bind", read_only=True)]
 
     # -- evidence -----------------------------------------------------------------------------------------------
 

@@ -37,7 +37,7 @@ from orchestrator.logs import get_logger
 from orchestrator.sandbox.buildfolder import HOLDER_BUILD, BuildFolder
 from orchestrator.sandbox.commands import resolve_command
 from orchestrator.sandbox.egress import EgressPlan
-from orchestrator.sandbox.egress_proxy import SYSTEM_BUNDLE, EgressProxy
+from orchestrator.sandbox.egress_proxy import CA_MOUNT, HOLDER_CA, SYSTEM_BUNDLE, EgressProxy, ca_archive, scrub_result
 from orchestrator.sandbox.engine import docker_errors, private_dir
 from orchestrator.sandbox.limits import (
     BUILD_DIR,
@@ -146,9 +146,7 @@ class SandboxJob:
         self._network = "none"
         self.egress: EgressProxy | None = None
         if egress is not None:
-            self.egress = EgressProxy(
-                self._api, egress, name=self.name, labels=self._labels, ca_dir=self.job_dir / "egress-ca"
-            )
+            self.egress = EgressProxy(self._api, egress, name=self.name, labels=self._labels)
 
     def __enter__(self) -> SandboxJob:
         return self
@@ -179,15 +177,19 @@ class SandboxJob:
             build = self._create_volume(f"{self.name}-build", build_volume_options(self.disk_mb, self.settings.uid))
             skill_mount = self._skill_mount()
             build_mount = Mount(HOLDER_BUILD, build, type="volume", no_copy=True)
+            more = []
+            if self.egress is not None:  # the proxy's CA for the calls: written through the holder, no host path
+                ca = self._create_volume(f"{self.name}-egress-ca", build_volume_options(1, self.settings.uid))
+                more.append(Mount(HOLDER_CA, ca, type="volume", no_copy=True))
             try:
-                self._start_holder([skill_mount, build_mount])
+                self._start_holder([skill_mount, build_mount, *more])
             except docker.errors.APIError as e:
                 if self.runner.skill_view != "auto" or self.skill_view != "overlay":
                     raise
                 log.info("sandbox.overlay_unavailable", job=self.name, error=str(e))
                 self._discard_holder()
                 skill_mount = self._copy_skill()
-                self._start_holder([skill_mount, build_mount])
+                self._start_holder([skill_mount, build_mount, *more])
             assert self.holder is not None
             self._build_folder = BuildFolder(
                 self._api, self.holder, name=self.name, disk_mb=self.disk_mb, settings=self.settings
@@ -197,7 +199,7 @@ class SandboxJob:
                 mounts.append(Mount(INPUTS_MOUNT, str(self.inputs_dir), type="bind", read_only=True))
             if self.egress is not None:
                 self._open_egress(self.egress)
-                mounts += self.egress.call_mounts()
+                mounts.append(Mount(CA_MOUNT, more[0]["Source"], type="volume", read_only=True, no_copy=True))
             self._script_host_config = self._api.create_host_config(
                 **script_host_config(self.settings, mounts, network=self._network)
             )
@@ -207,10 +209,11 @@ class SandboxJob:
             self._pending = self.runner.executor.submit(self._prepare)
 
     def _open_egress(self, proxy: EgressProxy) -> None:
-        """Start the job's egress proxy; the calls then join its internal network and trust its CA."""
-        private_dir(self.job_dir.parent)
-        self.job_dir.mkdir(mode=0o755, exist_ok=True)
-        proxy.wait_ready(system_bundle=self._image_file(SYSTEM_BUNDLE))
+        """Wait for the job's egress proxy and put its CA where the calls read it (the calls then join its
+        internal network and trust that CA)."""
+        files = proxy.wait_ready(system_bundle=self._image_file(SYSTEM_BUNDLE))
+        assert self.holder is not None
+        self._api.put_archive(self.holder, HOLDER_CA, ca_archive(files))
         self._network = proxy.network
         self._environment = {**sandbox_environment(), **proxy.call_environment()}
 
@@ -406,8 +409,9 @@ class SandboxJob:
                 self._discard(prepared)
                 if not self._closed and self.runner.prewarm != "off":
                     self._pending = self.runner.executor.submit(self._prepare)
-        if self.egress is not None:
-            result = result.model_copy(update={"egress": self.egress.take_records()})
+            if self.egress is not None:  # under the lock: the proxy's lines since the last call are this call's
+                result = result.model_copy(update={"egress": self.egress.take_records()})
+                result = scrub_result(result, self.egress.plan.injections)
         log.info(
             "sandbox.call",
             job=self.name,

@@ -31,6 +31,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             return
         auth = self.headers.get("Authorization")
+        if url.path == "/echo-auth":  # a careless service that hands the credential back
+            data = json.dumps({"you_sent": auth}).encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+            return
         data = json.dumps(
             {
                 "method": self.command,

@@ -257,6 +257,12 @@ def test_the_secret_cannot_be_read_inside_the_container(granted_job):
     assert SECRET_VALUE not in json.dumps(inspected)
 
 
+def test_a_service_that_hands_the_secret_back_cannot_carry_it_into_the_result(granted_job):
+    out, result = probe(granted_job, attack="fetch", url=f"https://{GRANTED}:8443/echo-auth")
+    assert out["status"] == 200 and f"[secret {SECRET_NAME}]" in out["body"]
+    assert SECRET_VALUE not in result.model_dump_json()
+
+
 def test_a_container_outside_the_job_cannot_use_its_proxy(granted_job, upstream, docker_client, sandbox_image):
     assert granted_job.egress is not None and granted_job.egress.container is not None
     networks = docker_client.api.inspect_container(granted_job.egress.container)["NetworkSettings"]["Networks"]

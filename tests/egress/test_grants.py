@@ -204,3 +204,24 @@ def test_a_goal_line_cannot_grant_itself_anything(field):
     good, bad = parse_lines([json.dumps({"goal": "call the service", **field})], load_settings())
     assert good == [] and len(bad) == 1
     assert "cannot grant" in bad[0].reason and "egress" in bad[0].reason
+
+
+def test_a_result_is_scrubbed_of_the_granted_secrets_it_carries():
+    from pydantic import SecretStr
+
+    from orchestrator.sandbox.egress import Injection
+    from orchestrator.sandbox.egress_proxy import scrub_result
+    from orchestrator.sandbox.models import ScriptResult
+
+    injection = Injection(name="API_KEY", host="h.test", port=443, header="Authorization",
+                          value=SecretStr('Bearer k"ey-123456'), secret=SecretStr('k"ey-123456'))
+    echoed = {"echo": 'Bearer k"ey-123456', "raw": 'k"ey-123456'}
+    result = ScriptResult(
+        ok=True, exit_code=0, script="x.py", stdout_json=echoed, stderr_summary='token k"ey-123456 seen'
+    )
+    scrubbed = scrub_result(result, (injection,))
+    assert scrubbed.stdout_json == {"echo": "[secret API_KEY]", "raw": "[secret API_KEY]"}
+    assert scrubbed.stderr_summary == "token [secret API_KEY] seen"
+    short = injection.model_copy(update={"value": SecretStr("Bearer ab"), "secret": SecretStr("ab")})
+    plain = ScriptResult(ok=True, exit_code=0, script="x.py", stdout_text="ab cab")
+    assert scrub_result(plain, (short,)).stdout_text == "ab cab"
