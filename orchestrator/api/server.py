@@ -70,9 +70,45 @@ class BatchOutcome(BaseModel):
     jobs: list[control.Outcome]
 
 
+def refusal(description: str, model: type[BaseModel] = Problem) -> dict[str, Any]:
+    """A refusal's documentation: JSON, whatever the route answers when it succeeds (a zip, a page)."""
+    ref = {"$ref": f"#/components/schemas/{model.__name__}"}
+    return {"model": model, "description": description, "content": {"application/json": {"schema": ref}}}
+
+
 REFUSALS: dict[int | str, dict[str, Any]] = {
-    401: {"model": Problem, "description": "no key, a wrong key or a revoked key"},
-    404: {"model": Problem, "description": "no such job or batch (another producer's answers the same)"},
+    400: refusal("a request that cannot be used as sent (a bad batch id, a bad body)"),
+    401: refusal("no key, a wrong key or a revoked key"),
+    404: refusal("no such job or batch (another producer's answers the same)"),
+    503: refusal("the job ledger (Redis) cannot be reached now"),
+}
+GOAL_LINE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["goal"],
+    "properties": {
+        "goal": {"type": "string"}, "skills": {"type": "string"}, "model": {"type": "string"},
+        "job_id": {"type": "string"}, "inputs": {"type": "array", "items": {"type": "string"}},
+        "constraints": {"type": "array", "items": {"type": "string"}}, "budgets": {"type": "object"},
+        "out": {"type": "string"}, "response": {"type": "string", "enum": ["SUMMARY", "SCORED"]},
+    },
+}
+"""How a goal line looks (the body is read and checked line by line, so a bad line is rejected with its number
+rather than refusing the request)."""
+SUBMIT_BODY: dict[str, Any] = {
+    "requestBody": {
+        "required": False,
+        "content": {
+            "application/json": {"schema": {"type": "array", "items": GOAL_LINE_SCHEMA}},
+            "application/x-ndjson": {"schema": {"type": "string", "description": "one goal line per line"}},
+            "multipart/form-data": {"schema": {
+                "type": "object", "required": ["goals"],
+                "properties": {"goals": {"type": "string", "format": "binary",
+                                         "description": "the goal lines (JSONL or a JSON array); every other part "
+                                         "is an input file, named as a line's inputs names it"}},
+                "additionalProperties": {"type": "string", "format": "binary"},
+            }},
+        },
+    }
 }
 
 
@@ -163,8 +199,9 @@ def _job_routes(api: FastAPI, door: Door, authenticated: Callable[..., ApiKey], 
             return submit_lines([], settings, ledger, send, new_job_id=new_job_id, batch=batch, rerun=rerun,
                                 owner=key.name, parsed=(good, rejected))
 
-    @api.post("/v1/jobs", response_model=SubmitReport, tags=["jobs"],
-              responses={**REFUSALS, 413: {"model": Problem}, 429: {"model": Problem}})
+    @api.post("/v1/jobs", response_model=SubmitReport, tags=["jobs"], openapi_extra=SUBMIT_BODY,
+              responses={**REFUSALS, 413: refusal("over a cap on the request"),
+                         429: refusal("over a quota: what is left is in the answer")})
     async def post_jobs(
         request: Request,
         key: Annotated[ApiKey, Depends(authenticated)],
@@ -222,14 +259,14 @@ def _job_routes(api: FastAPI, door: Door, authenticated: Callable[..., ApiKey], 
         return shown
 
     @api.post("/v1/jobs/{job_id}/cancel", response_model=control.Outcome, tags=["jobs"],
-              responses={**REFUSALS, 409: {"model": control.Outcome}})
+              responses={**REFUSALS, 409: refusal("nothing changed (see outcome)", control.Outcome)})
     def cancel_job(job_id: str, who: Annotated[Caller, Depends(caller)]) -> JSONResponse:
         """Cancel a job that has not ended (409: it had ended; nothing changed)."""
         outcome = control.cancel(ledger, celery_app, find_job(ledger, who, job_id).job_id)
         return JSONResponse(outcome.model_dump(mode="json"), status_code=200 if outcome.ok else 409)
 
     @api.post("/v1/jobs/{job_id}/rerun", response_model=control.Outcome, tags=["jobs"],
-              responses={**REFUSALS, 409: {"model": control.Outcome}})
+              responses={**REFUSALS, 409: refusal("nothing changed (see outcome)", control.Outcome)})
     def rerun_job(job_id: str, who: Annotated[Caller, Depends(caller)]) -> JSONResponse:
         """Run a failed, unmet or cancelled job again (409: it is in another state; nothing changed)."""
         outcome = control.rerun(ledger, settings, celery_app, find_job(ledger, who, job_id))
@@ -240,7 +277,7 @@ def _file_routes(api: FastAPI, door: Door, caller: Callable[..., Caller]) -> Non
     settings, ledger = door.settings, door.ledger
 
     @api.get("/v1/jobs/{job_id}/files", tags=["files"], response_class=StreamingResponse,
-             responses={**REFUSALS, 409: {"model": Problem}, 200: {"content": {"application/zip": {}}}})
+             responses={**REFUSALS, 409: refusal("the job has not ended"), 200: {"content": {"application/zip": {}}}})
     def job_files(job_id: str, who: Annotated[Caller, Depends(caller)]) -> StreamingResponse:
         """A zip of an ended job: ``files/…``, ``evidence/…`` and ``manifest.json`` (sizes and sha256)."""
         record = find_job(ledger, who, job_id)
@@ -249,7 +286,8 @@ def _file_routes(api: FastAPI, door: Door, caller: Callable[..., Caller]) -> Non
                                  headers={"Content-Disposition": f'attachment; filename="{record.job_id}.zip"'})
 
     @api.get("/v1/jobs/{job_id}/files/{path:path}", tags=["files"], response_class=Response,
-             responses={**REFUSALS, 409: {"model": Problem}, 200: {"content": {"application/octet-stream": {}}}})
+             responses={**REFUSALS, 409: refusal("the job has not ended"),
+                        200: {"content": {"application/octet-stream": {}}}})
     def job_file(job_id: str, path: str, who: Annotated[Caller, Depends(caller)]) -> Response:
         """One output file of an ended job; its sha256 in ``X-Content-Sha256`` (hex) and ``Repr-Digest``."""
         record = find_job(ledger, who, job_id)

@@ -1,8 +1,9 @@
 """The Redis of docs/operations/several-machines.md, for real: TLS only (``rediss://``), ACL users per role.
 
 A private ``redis-server`` with a throwaway CA, no plain-text port and the ACL file that page shows; a real worker
-connects as ``worker``, the producer submits and waits as ``producer``. What the producer user may not do (read or
-forge a checkpoint, take a lease, reconfigure or flush Redis) is refused by Redis itself.
+connects as ``worker``, the producers' API's user ``api`` submits and waits (what the API server does; producers
+hold no Redis user). What the api user may not do (read or forge a checkpoint, take a lease, reconfigure or flush
+Redis) is refused by Redis itself.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ class TlsAclRedis(RedisServer):
     def start(self) -> TlsAclRedis:
         self.folder.mkdir(parents=True, exist_ok=True)
         acl = self.folder / "users.acl"
-        acl.write_text(acl_file(self.passwords["producer"], self.passwords["worker"], self.passwords["admin"]))
+        acl.write_text(acl_file(self.passwords["api"], self.passwords["worker"], self.passwords["admin"]))
         exe = shutil.which("redis-server") or "/usr/bin/redis-server"
         self.proc = subprocess.Popen(
             [exe, "--port", "0", "--tls-port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.folder),
@@ -74,7 +75,7 @@ class TlsAclRedis(RedisServer):
 
 @pytest.fixture
 def secured(tmp_path: Path):  # noqa: ANN201
-    passwords = {user: secrets.token_urlsafe(24) for user in ("producer", "worker", "admin")}
+    passwords = {user: secrets.token_urlsafe(24) for user in ("api", "worker", "admin")}
     server = TlsAclRedis(tmp_path / "redis", make_certificates(tmp_path / "certs"), passwords).start()
     cluster = Cluster(root=tmp_path, redis=server)
     yield cluster, server
@@ -86,7 +87,7 @@ def test_producers_and_workers_run_a_job_over_tls_as_their_own_acl_users(secured
     cluster, server = secured
     cluster.settings_env["ORCH_BROKER_URL"] = server.url_for("worker")
     cluster.start_worker("w1")
-    cluster.settings_env["ORCH_BROKER_URL"] = server.url_for("producer")
+    cluster.settings_env["ORCH_BROKER_URL"] = server.url_for("api")
     done = cluster.cli("submit", "-", "--wait", "--timeout", "240", "--json", stdin=goal_line("tls-1") + "\n",
                        timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr + cluster.log("w1")[-3000:]
@@ -94,7 +95,7 @@ def test_producers_and_workers_run_a_job_over_tls_as_their_own_acl_users(secured
     assert (cluster.output_root / "tls-1" / "brand.json").is_file()
     assert cluster.job("tls-1")["state"] == "done"  # `jobs` works as the producer too
 
-    producer = redis.Redis.from_url(server.url_for("producer"))
+    producer = redis.Redis.from_url(server.url_for("api"))
     for forbidden in (
         lambda: producer.get("orch:checkpoint:tls-1"),
         lambda: producer.set("orch:checkpoint:tls-1", "{}"),
@@ -114,13 +115,13 @@ def test_plain_text_and_anonymous_clients_are_refused(secured) -> None:
     anonymous = f"rediss://127.0.0.1:{server.port}/0?ssl_cert_reqs=required&ssl_ca_certs={server.certs / 'ca.crt'}"
     with pytest.raises((redis.AuthenticationError, redis.ResponseError)):
         redis.Redis.from_url(anonymous).set("x", "1")
-    wrong = server.url_for("producer").replace(server.passwords["producer"], "wrong-password-0123456789")
+    wrong = server.url_for("api").replace(server.passwords["api"], "wrong-password-0123456789")
     with pytest.raises(redis.AuthenticationError):
         redis.Redis.from_url(wrong).ping()
 
 
 def test_the_several_machines_page_shows_the_same_acl_file(tmp_path: Path) -> None:
     page = (REPO / "docs" / "operations" / "several-machines.md").read_text()
-    for line in acl_file("PRODUCER_PASSWORD", "WORKER_PASSWORD", "ADMIN_PASSWORD").splitlines():
+    for line in acl_file("API_PASSWORD", "WORKER_PASSWORD", "ADMIN_PASSWORD").splitlines():
         assert line in page, f"docs/operations/several-machines.md lacks the ACL line: {line}"
     assert free_port() > 0
