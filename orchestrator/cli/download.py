@@ -1,4 +1,6 @@
-"""``jobs ID --download DIR``: a job's files and evidence, brought through Redis by a worker (no shared folder).
+"""``jobs ID --download DIR``: an ended job's files and evidence. Read from the output root when this machine sees
+it (no worker, no phase queue), else brought through Redis by a worker (no shared folder). A job that has not ended
+has nothing to download yet.
 
 ``DIR/files/…`` holds the job's output files (checked against their sha256), ``DIR/evidence/result.json`` the
 masked result the ledger keeps (``run-N.json`` for earlier runs) and ``DIR/evidence/job.json`` the ledger record.
@@ -10,12 +12,14 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from orchestrator.cli.common import emit_json, notice
+from orchestrator.cli.remote import print_download
 from orchestrator.config import Settings
 from orchestrator.errors import OrchestratorError
 from orchestrator.logs import dumps_safe, mask_value
 from orchestrator.worker.blobs import BlobStore
-from orchestrator.worker.export import BLOB_TTL_S, MAX_FILE_BYTES
-from orchestrator.worker.ledger import Ledger
+from orchestrator.worker.export import BLOB_TTL_S, MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES
+from orchestrator.worker.ledger import TERMINAL, JobRecord, Ledger
+from orchestrator.worker.tenancy import own_out_dir
 
 EXIT_INCOMPLETE = 1
 WAIT_S = 120.0
@@ -27,6 +31,17 @@ def download(ledger: Ledger, settings: Settings, job_id: str, dest: Path, *, as_
 
     record = ledger.get(job_id)
     assert record is not None
+    if record.state not in TERMINAL:
+        return print_download(job_id, dest, [], [f"job {job_id} has not ended ({record.state}): its files can be "
+                                                 "downloaded once it is done, unmet, failed or cancelled"],
+                              as_json=as_json)
+    if _visible_here(settings, record):
+        # Deferred: reading job folders loads the evidence writer's imports; only a download needs them.
+        from orchestrator.api import files
+
+        with files.job_archive(ledger, settings, record) as archive:
+            names, missing = files.unpack_checked(archive, dest, max_files=MAX_FILES + 10, max_bytes=MAX_TOTAL_BYTES)
+        return print_download(job_id, dest, names, missing, as_json=as_json)
     app = create_app(settings)
     problems: list[str] = []
     manifest: dict[str, Any] = {"files": [], "skipped": []}
@@ -66,6 +81,13 @@ def download(ledger: Ledger, settings: Settings, job_id: str, dest: Path, *, as_
         notice("jobs.download", f"job {job_id}: {len(written)} file(s) in {files_dir}, evidence in {evidence}"
                + (f"; problems: {'; '.join(problems)}" if problems else ""), level="warning" if problems else "info")
     return EXIT_INCOMPLETE if problems else 0
+
+
+def _visible_here(settings: Settings, record: JobRecord) -> bool:
+    try:
+        return own_out_dir(settings, record.job_id, record.out or None).is_dir()
+    except OrchestratorError:  # an altered record: the worker's export refuses it too
+        return False
 
 
 def _fetch(blobs: BlobStore, sha256: str) -> bytes | None:

@@ -87,6 +87,8 @@ def test_submit_and_jobs_through_the_api_answer_as_the_direct_path(paths: Paths,
     # Control: a running job's download says it has not ended; cancel, then cancel again; a refused re-run.
     early = paths.run("producer", "jobs", "cli-1", "--download", str(tmp_path / "early"), "--json")
     assert early.returncode == 1 and "has not ended" in " ".join(_json(early)["problems"])
+    direct_early = paths.run("operator", "jobs", "cli-1", "--download", str(tmp_path / "early2"), "--json")
+    assert direct_early.returncode == 1 and "has not ended" in " ".join(_json(direct_early)["problems"])
     assert paths.run("producer", "jobs", "cli-2", "--rerun").returncode == 1
     assert paths.run("producer", "jobs", "cli-2", "--cancel").returncode == 0
     again = paths.run("producer", "jobs", "cli-2", "--cancel", "--json")
@@ -98,6 +100,10 @@ def test_submit_and_jobs_through_the_api_answer_as_the_direct_path(paths: Paths,
     assert sorted(_json(got)["files"]) == ["brand.json", "deck/a.txt"]
     assert (tmp_path / "dl" / "files" / "deck" / "a.txt").read_bytes() == b"x"
     assert json.loads((tmp_path / "dl" / "evidence" / "job.json").read_text())["job_id"] == "cli-1"
+    # The operator's direct path reads the output root too: no worker runs here, none is waited for.
+    direct = paths.run("operator", "jobs", "cli-1", "--download", str(tmp_path / "dl2"), "--json")
+    assert direct.returncode == 0 and sorted(_json(direct)["files"]) == ["brand.json", "deck/a.txt"], direct.stdout
+    assert (tmp_path / "dl2" / "files" / "brand.json").read_bytes() == b'{"ok": true}'
 
 
 def test_a_batch_is_cancelled_rerun_and_downloaded_in_one_command_on_either_path(paths: Paths, tmp_path: Path) -> None:
