@@ -107,6 +107,8 @@ DEFAULT_ALLOWED_COMMANDS = (
     "pdftoppm",
     "pdftotext",
     "pdfinfo",
+    "pdfimages",
+    "tesseract",
     "qpdf",
     "pandoc",
     "markitdown",

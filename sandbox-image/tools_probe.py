@@ -33,6 +33,10 @@ LIBRARIES = (
     "markitdown",
     "mammoth",
     "PyYAML",
+    "imageio",
+    "pytesseract",
+    "mcp",
+    "playwright",
 )
 COMMANDS = {
     "node": ["node", "--version"],
@@ -42,6 +46,9 @@ COMMANDS = {
     "pdftoppm": ["pdftoppm", "-v"],
     "pdftotext": ["pdftotext", "-v"],
     "pdfinfo": ["pdfinfo", "-v"],
+    "pdfimages": ["pdfimages", "-v"],
+    "tesseract": ["tesseract", "--version"],
+    "chromium": ["chromium", "--version"],
     "qpdf": ["qpdf", "--version"],
     "pandoc": ["pandoc", "--version"],
     "markitdown": ["markitdown", "--version"],
@@ -49,7 +56,7 @@ COMMANDS = {
 # Other names skills use for the same programs.
 SAME_AS = {"libreoffice": "soffice", "poppler-utils": "pdftoppm"}
 NODE_MODULES = Path("/opt/node_modules")
-NODE_PACKAGES = ("pptxgenjs", "docx")
+NODE_PACKAGES = ("pptxgenjs", "docx", "sharp", "react", "react-dom", "react-icons", "p5")
 
 
 def command_version(argv: list[str]) -> str | None:

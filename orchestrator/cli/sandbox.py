@@ -54,13 +54,32 @@ def _parse_args(text: str) -> Any:
         raise typer.BadParameter(f"--args is not JSON: {e}") from e
 
 
-def _seed_build(job: Any, build: Path) -> None:
-    """Files already in --build go into the job's build/ first, so successive runs can chain."""
+def _seed_build(job: Any, build: Path) -> list[str]:
+    """Files already in --build go into the job's build/ first, so successive runs can chain; returns their paths."""
+    seeded: list[str] = []
     if not build.is_dir():
-        return
+        return seeded
     for path in sorted(build.rglob("*")):
         if path.is_file() and not path.is_symlink():
-            job.write_file(path.relative_to(build).as_posix(), path.read_bytes())
+            rel = path.relative_to(build).as_posix()
+            job.write_file(rel, path.read_bytes())
+            seeded.append(rel)
+    return seeded
+
+
+def _drop_deleted(build: Path, seeded: list[str], kept: set[str]) -> None:
+    """Remove from --build the seeded files the call deleted in build/ (and folders that left empty), so the host
+    folder is what build/ was at the end of the call, as the next call will see it."""
+    for rel in seeded:
+        if rel in kept:
+            continue
+        path = build / rel
+        if path.is_file() and not path.is_symlink():
+            path.unlink()
+        folder = path.parent
+        while folder != build and folder.is_dir() and not folder.is_symlink() and not any(folder.iterdir()):
+            folder.rmdir()
+            folder = folder.parent
 
 
 @app.command("run", help="Run one script of a skill (or build/NAME) in a throwaway container; print its ScriptResult.")
@@ -165,12 +184,12 @@ def _in_job(
                 inputs_dir=inputs,
                 operations=operations,
             ) as job:
-                _seed_build(job, build)
+                seeded = _seed_build(job, build)
                 try:
                     result = call(job, timeout or settings.limits.script_timeout_s)
                 except SandboxRefused as e:
                     result = _refused(label, e)
-                job.export(build)
+                _drop_deleted(build, seeded, {file.path for file in job.export(build)})
                 pruned = job.take_pruned()
                 if pruned:
                     result = result.model_copy(update={

@@ -4,7 +4,8 @@ Both are built like the sandbox image (:mod:`orchestrator.sandbox.image`): one D
 ``ops/images/`` with ``ARG BASE_IMAGE``, built on a public Debian image where a registry can be reached or on the
 debootstrap base (``docker import``) where it cannot. The app image installs the project from a wheelhouse made on
 the host (``pip wheel`` of the project, ``pip download`` of its dependencies for the image's CPython), never from
-PyPI inside the build. Each build is skipped when an image labelled with the same content hash exists: the hash
+PyPI inside the build. Each build is skipped when the image made from the same content exists (its tag or content
+hash with its own fingerprint, never a label alone, which images built FROM it inherit): the hash
 covers the Dockerfile, the base and, for the app image, the project's package sources and ``pyproject.toml``.
 """
 
@@ -41,6 +42,8 @@ from orchestrator.sandbox.image import (
     _stream_build,
     ensure_debootstrap_base,
     ensure_public_base,
+    find_own_image,
+    label_image,
     publish_staged,
     resolve_base,
 )
@@ -245,11 +248,6 @@ def download_dependencies(project_wheel: Path, target: Path, say: Progress) -> N
 # -- build --------------------------------------------------------------------------------------------------------
 
 
-def _find_by_hash(client: docker.DockerClient, digest: str) -> str | None:
-    images = client.api.images(filters={"label": f"{LABEL_HASH}={digest}"})
-    return images[0]["Id"] if images else None
-
-
 def build_one(
     client: docker.DockerClient,
     role: Role,
@@ -268,7 +266,7 @@ def build_one(
     kind, base_image = base
     digest = content_hash(role, root, base=kind, base_image=base_image)
     outcome = {"role": role, "image": image, "content_hash": digest, "base": kind, "base_image": base_image}
-    existing = None if force else _find_by_hash(client, digest)
+    existing = None if force else find_own_image(client, image, LABEL_HASH, digest)
     if existing is not None:
         client.api.tag(existing, *_split_ref(image))
         say(f"{image} is up to date (content hash {digest})")
@@ -283,14 +281,10 @@ def build_one(
         say(f"building {image} on {base_image} ({kind})")
         previous = _image_id(client, image)
         built = _stream_build(
-            client,
-            say,
-            path=context,
-            tag=image,
-            buildargs={"BASE_IMAGE": base_image},
-            labels={LABEL_HASH: digest, LABEL_ROLE: role, "org.orchestrator.base": kind},
-            pull=False,
-            nocache=force,
+            client, say, path=context, buildargs={"BASE_IMAGE": base_image}, pull=False, nocache=force
+        )
+        built = label_image(
+            client, built, image, {LABEL_HASH: digest, LABEL_ROLE: role, "org.orchestrator.base": kind}, say
         )
     if previous and previous != built:
         _remove_quietly(client, previous)

@@ -3,7 +3,8 @@
 One definition (``sandbox-image/Dockerfile``, ``ARG BASE_IMAGE``) serves two bases: a public Debian image where a
 registry can be reached, or a Debian rootfs made with ``debootstrap`` and ``docker import`` where it cannot. Python
 libraries always come from a wheelhouse made on the host, never from PyPI inside the build. The build is skipped
-when an image labelled with the same content hash (definition files + base + uid) already exists.
+when the image made from the same content (definition files + base + uid) already exists: found by its tag and
+content hash together with its own fingerprint, never by a label alone (an image built FROM it inherits labels).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ DEBIAN_MIRROR = "http://deb.debian.org/debian"
 LABEL_HASH = "org.orchestrator.sandbox.content-hash"
 LABEL_TOOLS = "org.orchestrator.sandbox.tools"
 LABEL_BASE = "org.orchestrator.sandbox.base"
+LABEL_FINGERPRINT = "org.orchestrator.image.fingerprint"
 IMAGE_PYTHON = ("3.11", "cp311")  # bookworm's python3: the wheelhouse must match it
 SHARED_ROOTFS = Path("/var/cache/orch/rootfs")
 TOOL_ALIASES = {
@@ -398,9 +400,43 @@ def publish_staged(staging: Path, target: Path) -> None:
 # -- build --------------------------------------------------------------------------------------------------------
 
 
-def _find_by_hash(client: docker.DockerClient, digest: str) -> str | None:
-    images = client.api.images(filters={"label": f"{LABEL_HASH}={digest}"})
-    return images[0]["Id"] if images else None
+def image_fingerprint(attrs: dict[str, Any]) -> str:
+    """What makes an image itself rather than a copy of its labels: its layers and how it starts.
+
+    An image built FROM another inherits all of its labels, so a label alone cannot say "this is the image": the
+    fingerprint, stored as a label when the image is made and compared with the image's own layers and start-up
+    settings when it is looked up, tells the image from any child that added a layer or changed its command.
+    """
+    config = attrs.get("Config") or {}
+    own = {
+        "layers": (attrs.get("RootFS") or {}).get("Layers") or [],
+        **{key: config.get(key) for key in ("User", "Env", "Cmd", "Entrypoint", "WorkingDir")},
+    }
+    return hashlib.sha256(json.dumps(own, sort_keys=True).encode()).hexdigest()[:32]
+
+
+def find_own_image(client: docker.DockerClient, tag: str, hash_label: str, digest: str) -> str | None:
+    """The id of the image made from content ``digest``: the image tagged ``tag`` first, then any other carrying
+    the hash, each taken only if its stored fingerprint is its own (see :func:`image_fingerprint`)."""
+    candidates = [tag, *(image["Id"] for image in client.api.images(filters={"label": f"{hash_label}={digest}"}))]
+    for ref in candidates:
+        try:
+            attrs = client.api.inspect_image(ref)
+        except docker.errors.ImageNotFound:
+            continue
+        labels = (attrs.get("Config") or {}).get("Labels") or {}
+        if labels.get(hash_label) == digest and labels.get(LABEL_FINGERPRINT) == image_fingerprint(attrs):
+            return str(attrs["Id"])
+    return None
+
+
+def label_image(
+    client: docker.DockerClient, built: str, tag: str, labels: dict[str, str], say: Progress
+) -> str:
+    """Tag ``built`` as ``tag`` with ``labels`` and its own fingerprint (a label-only step: no layer is added)."""
+    fingerprint = image_fingerprint(client.api.inspect_image(built))
+    dockerfile = io.BytesIO(f"FROM {built}\n".encode())
+    return _stream_build(client, say, fileobj=dockerfile, tag=tag, labels={**labels, LABEL_FINGERPRINT: fingerprint})
 
 
 def _stream_build(client: docker.DockerClient, say: Progress, **kwargs: Any) -> str:
@@ -493,7 +529,7 @@ def build_image(
     with docker_errors("sandbox:build-image"):
         kind, base_image = resolve_base(client, base, say)
         digest = content_hash(folder, base=kind, base_image=base_image, uid=uid)
-        existing = None if force else _find_by_hash(client, digest)
+        existing = None if force else find_own_image(client, image, LABEL_HASH, digest)
         if existing is not None:
             client.api.tag(existing, *_split_ref(image))
             say(f"{image} is up to date (content hash {digest})")
@@ -530,7 +566,7 @@ def build_image(
         tools = probe_tools(client, built)
         labels = {LABEL_HASH: digest, LABEL_TOOLS: json.dumps(tools, sort_keys=True), LABEL_BASE: kind}
         previous = _image_id(client, image)
-        final = _stream_build(client, say, fileobj=io.BytesIO(f"FROM {built}\n".encode()), tag=image, labels=labels)
+        final = label_image(client, built, image, labels, say)
         if previous and previous != final:
             _remove_quietly(client, previous)
     result = ImageBuild(

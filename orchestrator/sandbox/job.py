@@ -284,7 +284,6 @@ class SandboxJob:
             environment=sandbox_environment(),
             labels=self._labels("holder"),
             host_config=self._api.create_host_config(**holder_host_config(mounts)),
-            network_disabled=True,
             use_config_proxy=False,
         )
         self.holder = created["Id"]
@@ -319,7 +318,9 @@ class SandboxJob:
                 host_config=self._script_host_config,
                 stdin_open=True,  # with detach=False this also sets StdinOnce: our half-close ends stdin
                 use_config_proxy=False,  # never inject the client's proxy settings into the environment
-                network_disabled=self.egress is None,
+                # No network_disabled: without egress the host config's network_mode "none" keeps the network
+                # off (loopback only); with network_disabled Docker writes an empty /etc/hosts and `localhost`
+                # does not resolve.
                 hostname="sandbox",
             )
             cid = created["Id"]

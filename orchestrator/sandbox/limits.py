@@ -75,6 +75,8 @@ class ScriptCommand:
     target: str  # the resolved file, relative to the skill root (symlinks inside the root followed)
     interpreter: str
     args: tuple[str, ...] = ()  # the script's command line (after the script path)
+    python_path: str | None = None  # a package script: the folder its package imports resolve from
+
 
     @property
     def container_path(self) -> str:
@@ -91,7 +93,8 @@ class ScriptCommand:
 
     @property
     def argv(self) -> list[str]:
-        return [self.interpreter, self.container_path, *self.args]
+        run = [self.interpreter, self.container_path, *self.args]
+        return ["env", f"PYTHONPATH={self.python_path}", *run] if self.python_path else run
 
     @property
     def expects_json(self) -> bool:
@@ -229,7 +232,26 @@ def resolve_script(
             f"script {script!r} is a link of the skill into build/",
             "name the file under build/ directly",
         )
-    return ScriptCommand(script=script, target=target, interpreter=interpreter, args=args)
+    return ScriptCommand(
+        script=script, target=target, interpreter=interpreter, args=args, python_path=_package_path(root, resolved)
+    )
+
+
+def _package_path(root: Path, script: Path) -> str | None:
+    """For a ``.py`` file inside a package of the skill (``scripts/__init__.py``), the container folder holding the
+    top package, so ``from scripts.x import y`` works when the file is run by its path as well as with ``python -m
+    scripts.name`` from the skill root; the script's own folder stays first on ``sys.path`` (sibling imports)."""
+    if script.suffix.lower() != ".py":
+        return None
+    folder = script.parent
+    if folder == root or not (folder / "__init__.py").is_file():
+        return None
+    while folder.parent != root and (folder.parent / "__init__.py").is_file():
+        folder = folder.parent
+    above = folder.parent.relative_to(root).as_posix()
+    if ":" in above:  # PYTHONPATH's separator: such a folder cannot be named there
+        return None
+    return SKILL_MOUNT if above == "." else f"{SKILL_MOUNT}/{above}"
 
 
 def safe_build_path(rel_path: str) -> str:
