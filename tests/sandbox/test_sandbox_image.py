@@ -83,3 +83,29 @@ def test_building_again_with_the_same_content_is_skipped(docker_client, sandbox_
     assert second.built is False and second.content_hash == first.content_hash
     assert second.image_id == docker_client.api.inspect_image(sandbox_image)["Id"]
     assert time.monotonic() - started < 5
+
+
+def test_an_image_built_from_the_sandbox_image_is_never_taken_for_it(docker_client, sandbox_image):
+    """A child inherits every label, the content hash included: it must still not be found as the image itself."""
+    import io
+
+    from orchestrator.sandbox.image import LABEL_HASH, find_own_image
+
+    own = docker_client.api.inspect_image(sandbox_image)
+    digest = own["Config"]["Labels"][LABEL_HASH]
+    child_tag = "orchtest-child-of-sandbox:latest"
+    children = {
+        "cmd": f"FROM {own['Id']}\nCMD [\"bash\"]\n",
+        "layer": f"FROM {own['Id']}\nUSER root\nRUN echo changed > /etc/child\n",
+    }
+    try:
+        for dockerfile in children.values():
+            for _event in docker_client.api.build(fileobj=io.BytesIO(dockerfile.encode()), tag=child_tag, rm=True):
+                pass
+            child = docker_client.api.inspect_image(child_tag)
+            assert child["Config"]["Labels"][LABEL_HASH] == digest  # the inherited label
+            assert find_own_image(docker_client, child_tag, LABEL_HASH, digest) == own["Id"]  # by hash, not the tag
+            assert find_own_image(docker_client, "orchtest-absent:none", LABEL_HASH, digest) == own["Id"]
+    finally:
+        docker_client.api.remove_image(child_tag, force=True)
+    assert find_own_image(docker_client, sandbox_image, LABEL_HASH, "0" * 32) is None
