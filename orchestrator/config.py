@@ -25,6 +25,7 @@ from orchestrator.egress import EgressSettings
 from orchestrator.errors import ConfigError
 
 DEFAULT_SANDBOX_IMAGE = "orchestrator-sandbox:latest"
+DEFAULT_BROWSER_IMAGE = "orchestrator-sandbox-browser:latest"
 CONFIG_ENV = "ORCH_CONFIG"
 
 
@@ -123,6 +124,9 @@ class SandboxSettings(_Section):
     """How every script container is limited. The kernel enforces these, not Python."""
 
     image: str = DEFAULT_SANDBOX_IMAGE
+    browser_image: str = Field(
+        DEFAULT_BROWSER_IMAGE, description="the sandbox image plus Playwright and Chromium (calls starting a browser)"
+    )
     memory_mb: int = Field(512, ge=16)
     cpus: float = Field(1.0, gt=0)
     pids_limit: int = Field(128, ge=8)

@@ -48,7 +48,7 @@ COMMANDS = {
     "pdfinfo": ["pdfinfo", "-v"],
     "pdfimages": ["pdfimages", "-v"],
     "tesseract": ["tesseract", "--version"],
-    "chromium": ["chromium", "--version"],
+    "chromium": ["chromium-headless-shell", "--version"],
     "qpdf": ["qpdf", "--version"],
     "pandoc": ["pandoc", "--version"],
     "markitdown": ["markitdown", "--version"],

@@ -133,6 +133,21 @@ def sandbox_image(docker_client) -> str:
     return name
 
 
+@pytest.fixture(scope="session")
+def browser_image(docker_client, sandbox_image) -> str:
+    """The browser image (the sandbox image plus Playwright and Chromium), built by `sandbox build-image` too."""
+    import docker.errors
+
+    from orchestrator.config import DEFAULT_BROWSER_IMAGE
+
+    name = os.environ.get("ORCH_SANDBOX__BROWSER_IMAGE", DEFAULT_BROWSER_IMAGE)
+    try:
+        docker_client.images.get(name)
+    except docker.errors.ImageNotFound:
+        pytest.fail(f"browser image {name} is missing: run `python -m orchestrator sandbox build-image`")
+    return name
+
+
 @pytest.fixture
 def cli_env(tmp_path: Path, sandbox_image: str) -> dict[str, str]:
     """Environment for running the CLI as a subprocess: its own cache, a scripted-model trace, labelled containers."""

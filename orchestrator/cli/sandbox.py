@@ -14,6 +14,7 @@ from orchestrator.cli.common import emit_json, fail, plain, state
 from orchestrator.config import SandboxSettings, Settings
 from orchestrator.errors import ConfigError, OrchestratorError, SandboxRefused
 from orchestrator.logs import dumps_safe
+from orchestrator.sandbox.browser import build_browser_image
 from orchestrator.sandbox.commands import resolve_command
 from orchestrator.sandbox.docker import SandboxRunner
 from orchestrator.sandbox.engine import connect, docker_errors
@@ -244,6 +245,14 @@ def build_image_cmd(
         Path | None, typer.Option("--node-modules", help="Use this node_modules (air-gapped), not `npm ci`.")
     ] = None,
     rootfs: Annotated[Path | None, typer.Option("--rootfs", help="Debian rootfs folder to import.")] = None,
+    browser: Annotated[
+        bool,
+        typer.Option(
+            "--browser/--no-browser",
+            help="Also build the browser image (Playwright + Chromium) FROM the sandbox image; calls that start a "
+            "browser need it.",
+        ),
+    ] = True,
     as_json: JsonFlag = False,
 ) -> None:
     if base not in _BASES:
@@ -252,6 +261,7 @@ def build_image_cmd(
     def say(text: str) -> None:
         print(text, file=sys.stderr, flush=True)
 
+    quiet: Callable[[str], None] = say if not as_json else (lambda _t: None)
     try:
         settings = state(ctx).settings()
         client = connect()
@@ -263,15 +273,20 @@ def build_image_cmd(
             wheelhouse=wheelhouse,
             node_modules=node_modules,
             rootfs=rootfs,
-            say=say if not as_json else (lambda _t: None),
+            say=quiet,
         )
+        if browser:
+            browser_build = build_browser_image(client, settings, result, force=force, wheelhouse=wheelhouse, say=quiet)
+            result = result.model_copy(update={"browser": browser_build})
     except OrchestratorError as e:
         fail(e, as_json=as_json)
     if as_json:
         emit_json(result)
     else:
-        verb = "built" if result.built else "up to date"
-        typer.echo(f"{result.image} {verb} ({result.base}: {result.base_image}) in {result.duration_ms} ms")
+        for built in (result, result.browser):
+            if built is not None:
+                verb = "built" if built.built else "up to date"
+                typer.echo(f"{built.image} {verb} ({built.base}: {built.base_image}) in {built.duration_ms} ms")
 
 
 @app.command("tools", help="The tools the sandbox image provides (from its label).")

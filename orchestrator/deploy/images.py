@@ -33,7 +33,6 @@ from orchestrator.errors import DeployError
 from orchestrator.logs import get_logger
 from orchestrator.sandbox.engine import docker_errors
 from orchestrator.sandbox.image import (
-    IMAGE_PYTHON,
     BaseChoice,
     Progress,
     _image_id,
@@ -44,9 +43,9 @@ from orchestrator.sandbox.image import (
     ensure_public_base,
     find_own_image,
     label_image,
-    publish_staged,
     resolve_base,
 )
+from orchestrator.sandbox.image_sources import IMAGE_PYTHON, publish_staged
 
 log = get_logger(__name__)
 

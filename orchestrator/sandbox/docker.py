@@ -22,6 +22,7 @@ import docker.errors
 from orchestrator.config import SandboxSettings
 from orchestrator.errors import SandboxError, SandboxErrorCode
 from orchestrator.logs import get_logger
+from orchestrator.sandbox.browser import BROWSER_OPERATION, browser_image_id
 from orchestrator.sandbox.egress import EgressPlan
 from orchestrator.sandbox.engine import BUILD_IMAGE_HINT, connect, default_work_dir, docker_errors, private_dir
 from orchestrator.sandbox.image import image_tools
@@ -120,7 +121,9 @@ class SandboxRunner:
                 retryable=False,
                 code=SandboxErrorCode.BAD_INPUTS,
             )
-        image = self.image_id()
+        browser = BROWSER_OPERATION in operations
+        # a skill declaring the browser runs every call in the browser image (see sandbox/browser.py)
+        image = browser_image_id(self.client, self.settings.browser_image) if browser else self.image_id()
         if time.monotonic() - self._last_reap > REAP_INTERVAL_S:
             self._last_reap = time.monotonic()
             self.executor.submit(self._reap_quietly)
@@ -134,6 +137,7 @@ class SandboxRunner:
             # pinned to the id just read: stored results name the image their scripts really ran in
             settings=apply_operations(self.settings, operations).model_copy(update={"image": image}),
             egress=egress,
+            browser=browser,
         )
         try:
             job._setup()

@@ -32,14 +32,16 @@ import requests
 from docker.types import Mount
 
 from orchestrator.config import SandboxSettings
-from orchestrator.errors import SandboxError, SandboxRefused
+from orchestrator.errors import OrchestratorError, SandboxError, SandboxRefused
 from orchestrator.logs import get_logger
+from orchestrator.sandbox.browser import BROWSER_OPERATION, SCAN_MAX_BYTES, browser_image_id, call_needs_browser
 from orchestrator.sandbox.buildfolder import HOLDER_BUILD, BuildFolder
 from orchestrator.sandbox.commands import resolve_command
 from orchestrator.sandbox.egress import EgressPlan
 from orchestrator.sandbox.egress_proxy import CA_MOUNT, HOLDER_CA, SYSTEM_BUNDLE, EgressProxy, ca_archive, scrub_result
 from orchestrator.sandbox.engine import docker_errors, private_dir
 from orchestrator.sandbox.limits import (
+    BROWSER_LAUNCHER,
     BUILD_DIR,
     INPUTS_MOUNT,
     LAUNCHER,
@@ -53,7 +55,7 @@ from orchestrator.sandbox.limits import (
     script_host_config,
 )
 from orchestrator.sandbox.models import BuildFile, ScriptResult
-from orchestrator.sandbox.profiles import call_timeout
+from orchestrator.sandbox.profiles import apply_operations, call_timeout
 from orchestrator.sandbox.reaper import labels
 from orchestrator.sandbox.results import LaunchedCommand, script_result
 from orchestrator.sandbox.streams import OutputCollector, pump
@@ -117,9 +119,12 @@ class SandboxJob:
         inputs_dir: Path | None,
         settings: SandboxSettings | None = None,
         egress: EgressPlan | None = None,
+        browser: bool = False,
     ) -> None:
         self.runner = runner
         self.settings = settings or runner.settings  # the runner's, raised by the skill's declared operations
+        self.browser = browser
+        """The whole job runs in the browser image (its skill declares ``browser-automation``)."""
         self.job_id = job_id
         self.goal = goal or job_id
         """The goal (worker job) this sandbox job works for: its clean-up matches this label exactly."""
@@ -137,6 +142,7 @@ class SandboxJob:
         self._removals: list[Future[None]] = []
         self._pending: Future[_Prepared] | None = None
         self._script_host_config: dict[str, Any] = {}
+        self._mounts: list[Mount] = []
         self._seq = 0
         self._seq_lock = threading.Lock()
         self._call_lock = threading.Lock()
@@ -200,6 +206,7 @@ class SandboxJob:
             if self.egress is not None:
                 self._open_egress(self.egress)
                 mounts.append(Mount(CA_MOUNT, more[0]["Source"], type="volume", read_only=True, no_copy=True))
+            self._mounts = mounts
             self._script_host_config = self._api.create_host_config(
                 **script_host_config(self.settings, mounts, network=self._network)
             )
@@ -299,23 +306,29 @@ class SandboxJob:
 
     # -- calls ------------------------------------------------------------------------------------------------
 
-    def _prepare(self) -> _Prepared:
-        """Create the next call's container, attach to it, and (with prewarm "started") start it."""
+    def _prepare(self, browser: SandboxSettings | None = None) -> _Prepared:
+        """Create the next call's container, attach to it, and (with prewarm "started") start it; with ``browser``
+        (a browser call of an ordinary job), one in the browser image with that profile's limits, started later."""
         with self._seq_lock:
             self._seq += 1
             call = self._seq
         uid = self.settings.uid
         name = f"{self.name}-c{call}"
         with docker_errors(f"container:{name}"):
+            host_config = self._script_host_config
+            if browser is not None:
+                host_config = self._api.create_host_config(
+                    **script_host_config(browser, self._mounts, network=self._network)
+                )
             created = self._api.create_container(
-                self.settings.image,
-                LAUNCHER,
+                browser.image if browser is not None else self.settings.image,
+                BROWSER_LAUNCHER if browser is not None or self.browser else LAUNCHER,
                 name=name,
                 user=f"{uid}:{uid}",
                 working_dir=SKILL_MOUNT,
                 environment=self._environment,
                 labels=self._labels("script", call),
-                host_config=self._script_host_config,
+                host_config=host_config,
                 stdin_open=True,  # with detach=False this also sets StdinOnce: our half-close ends stdin
                 use_config_proxy=False,  # never inject the client's proxy settings into the environment
                 # No network_disabled: without egress the host config's network_mode "none" keeps the network
@@ -326,7 +339,7 @@ class SandboxJob:
             cid = created["Id"]
             self._containers.add(cid)
             sock = self._api.attach_socket(cid, params={"stdin": 1, "stdout": 1, "stderr": 1, "stream": 1})
-            prestart = self.runner.prewarm == "started"
+            prestart = self.runner.prewarm == "started" and browser is None
             if prestart:
                 self._api.start(cid)
         return _Prepared(cid, name, sock, started=prestart)
@@ -399,11 +412,13 @@ class SandboxJob:
                 str(e), where=f"tool:run_script:{command.label}", next_step="pass timeout_s as a number of seconds",
                 retryable=False, violation="bad_call", script=command.label,
             ) from e
-        timeout_s = call_timeout(self.settings, timeout_s, timeout_s)
+        browser = self._browser_settings(command)
+        settings = browser or self.settings
+        timeout_s = call_timeout(settings, timeout_s, timeout_s)
         with self._call_lock:
-            prepared = self._take_prepared()
+            prepared = self._prepare(browser) if browser is not None else self._take_prepared()
             try:
-                result = self._run(prepared, command, payload, timeout_s)
+                result = self._run(prepared, command, payload, timeout_s, settings)
             finally:
                 if self._build_folder is not None:
                     self._build_folder.dirty = True  # also when the call failed: the script may have written
@@ -429,8 +444,24 @@ class SandboxJob:
         )
         return result
 
-    def _run(self, prepared: _Prepared, command: LaunchedCommand, payload: bytes, timeout_s: float) -> ScriptResult:
-        collector = OutputCollector(self.settings.stdout_limit_bytes, self.settings.stderr_max_lines)
+    def _browser_settings(self, command: LaunchedCommand) -> SandboxSettings | None:
+        """For a call of an ordinary job that starts a browser: the browser image and profile; else None."""
+        if self.browser or not call_needs_browser(self.skill_root, command.argv, self._read_build_quietly):
+            return None
+        image = browser_image_id(self.runner.client, self.settings.browser_image)
+        return apply_operations(self.settings, [BROWSER_OPERATION]).model_copy(update={"image": image})
+
+    def _read_build_quietly(self, rel_path: str) -> bytes | None:
+        try:
+            return self._build().read_file(rel_path, max_bytes=SCAN_MAX_BYTES)
+        except OrchestratorError:
+            return None
+
+    def _run(
+        self, prepared: _Prepared, command: LaunchedCommand, payload: bytes, timeout_s: float, settings: SandboxSettings
+    ) -> ScriptResult:
+        collector = OutputCollector(settings.stdout_limit_bytes, settings.stderr_max_lines)
+        browser = self.browser or settings is not self.settings
         where = f"container:{prepared.name}"
         with docker_errors(where):
             if not prepared.started:
@@ -460,11 +491,12 @@ class SandboxJob:
                     self._api.kill(prepared.id)
                 exit_code = self._wait(prepared.id, 60)
             oom = False
-            if outcome == "eof" and exit_code not in (0, None):
+            # a browser's renderer can die of the memory limit while the script goes on: look after every call
+            if outcome == "eof" and (exit_code not in (0, None) or browser):
                 state = self._api.inspect_container(prepared.id)["State"]
                 oom = bool(state.get("OOMKilled"))
         return script_result(
-            self.settings,
+            settings,
             self.disk_mb,
             command,
             prepared.name,

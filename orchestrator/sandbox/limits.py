@@ -33,12 +33,27 @@ SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # The container enforces the wall-clock limit itself (coreutils ``timeout`` as the container's first process), so a
 # program cannot outlive its limit even when the orchestrator that started it dies. The host kills at the limit;
 # the in-container limit is a little later so that the host normally reports the timeout first.
+_READ_CALL = (
+    'set -f; IFS= read -r limit && IFS= read -r count || exit 125; argv=(); '
+    'while [ "${#argv[@]}" -lt "$count" ]; do IFS= read -r -d "" word || exit 125; argv+=("$word"); done; '
+)
 LAUNCHER: list[str] = [
     "/bin/bash",
     "-c",
-    'set -f; IFS= read -r limit && IFS= read -r count || exit 125; argv=(); '
-    'while [ "${#argv[@]}" -lt "$count" ]; do IFS= read -r -d "" word || exit 125; argv+=("$word"); done; '
-    'exec env -u SHLVL timeout -s KILL "$limit" "${argv[@]}"',  # bash's exec re-exports SHLVL
+    _READ_CALL + 'exec env -u SHLVL timeout -s KILL "$limit" "${argv[@]}"',  # bash's exec re-exports SHLVL
+    "orch-launch",
+]
+# A browser call (see sandbox/browser.py) keeps the launcher as the container's first process instead: when the
+# program ends, it says on stderr whether the kernel refused a new process or thread for the pids limit. A browser
+# that dies of that only says "Target crashed", with nothing in the script's output naming the limit.
+PIDS_LIMIT_MARKER = "orch-sandbox: pids limit reached"
+BROWSER_LAUNCHER: list[str] = [
+    "/bin/bash",
+    "-c",
+    _READ_CALL + 'env -u SHLVL timeout -s KILL "$limit" "${argv[@]}"; code=$?; '
+    "for events in /sys/fs/cgroup/pids/pids.events /sys/fs/cgroup/pids.events; do "
+    'if [ -r "$events" ] && read -r _ hits < "$events" && [ "${hits:-0}" -gt 0 ]; then '
+    f'echo "{PIDS_LIMIT_MARKER}: $hits processes or threads refused" >&2; break; fi; done; exit $code',
     "orch-launch",
 ]
 CONTAINER_TIMEOUT_GRACE_S = 2

@@ -111,6 +111,7 @@ class ImageBuild(BaseModel):
     built: bool = Field(..., description="False when an image with the same content hash was already present")
     duration_ms: int
     tools: dict[str, str]
+    browser: ImageBuild | None = Field(None, description="the browser image built FROM this one, when built too")
 
 
 class ReapReport(BaseModel):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from orchestrator.config import SandboxSettings
+from orchestrator.sandbox.limits import PIDS_LIMIT_MARKER
 from orchestrator.sandbox.models import ScriptResult
 from orchestrator.sandbox.profiles import LimitName, lift_hint
 from orchestrator.sandbox.streams import OutputCollector, summarise_stderr
@@ -60,7 +61,8 @@ def script_result(
         if "No space left on device" in text or "ENOSPC" in text:
             violations.append(f"disk_limit: build/ ({disk_mb} MiB) or /tmp ({settings.tmp_size_mb} MiB) is full")
             limit = "tmp"
-        if "Resource temporarily unavailable" in text or "BlockingIOError" in text or "EAGAIN" in text:
+        if any(sign in text for sign in ("Resource temporarily unavailable", "BlockingIOError", "EAGAIN",
+                                         PIDS_LIMIT_MARKER)):
             violations.append(f"pids_limit: at most {settings.pids_limit} processes")
             limit = "pids"
     next_step = lift_hint(settings, limit, timeout_s=timeout_s) if limit else None
