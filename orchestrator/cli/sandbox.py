@@ -18,7 +18,7 @@ from orchestrator.sandbox.browser import build_browser_image
 from orchestrator.sandbox.commands import resolve_command
 from orchestrator.sandbox.docker import SandboxRunner
 from orchestrator.sandbox.engine import connect, docker_errors
-from orchestrator.sandbox.image import BaseChoice, build_image, image_tools, probe_fonts
+from orchestrator.sandbox.image import BaseChoice, build_image, probe_fonts
 from orchestrator.sandbox.limits import resolve_script
 from orchestrator.sandbox.models import ScriptResult
 from orchestrator.sandbox.reaper import reap_orphans
@@ -289,11 +289,20 @@ def build_image_cmd(
                 typer.echo(f"{built.image} {verb} ({built.base}: {built.base_image}) in {built.duration_ms} ms")
 
 
-@app.command("tools", help="The tools the sandbox image provides (from its label).")
+@app.command(
+    "tools",
+    help="The tools the sandbox image provides (from its label), with the browser image's (Playwright, Chromium) "
+    "when it is built.",
+)
 def tools_cmd(ctx: typer.Context, as_json: JsonFlag = False) -> None:
     try:
         settings = state(ctx).settings()
-        tools = image_tools(connect(), settings.sandbox.image)
+        work_dir = settings.cache_dir / "sandbox"
+        runner = SandboxRunner(settings.sandbox, connect(), work_dir=work_dir, reap_on_start=False)
+        try:
+            tools = runner.image_tools()
+        finally:
+            runner.close()
     except OrchestratorError as e:
         fail(e, as_json=as_json)
     if as_json:

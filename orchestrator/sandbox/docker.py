@@ -84,8 +84,15 @@ class SandboxRunner:
             self._reap_quietly()
 
     def image_tools(self) -> dict[str, str]:
-        """The sandbox image's tool list (see :func:`orchestrator.sandbox.image.image_tools`)."""
-        return image_tools(self.client, self.settings.image)
+        """The tools calls can use (see :func:`orchestrator.sandbox.image.image_tools`): the sandbox image's, and the
+        browser image's when it is built (a superset: calls that start a browser, or declare one, run there)."""
+        tools = image_tools(self.client, self.settings.image)
+        try:
+            return {**tools, **image_tools(self.client, self.settings.browser_image)}
+        except SandboxError as e:
+            if e.code not in (SandboxErrorCode.IMAGE_MISSING, SandboxErrorCode.NO_TOOL_LIST):
+                raise
+            return tools
 
     # -- jobs -------------------------------------------------------------------------------------------------
 
