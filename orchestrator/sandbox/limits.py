@@ -253,9 +253,9 @@ def resolve_script(
 
 
 def _package_path(root: Path, script: Path) -> str | None:
-    """For a ``.py`` file inside a package of the skill (``scripts/__init__.py``), the container folder holding the
-    top package, so ``from scripts.x import y`` works when the file is run by its path as well as with ``python -m
-    scripts.name`` from the skill root; the script's own folder stays first on ``sys.path`` (sibling imports)."""
+    """For a ``.py`` file inside a package of the skill whose top package is not at the skill root (which is always
+    on ``PYTHONPATH``), the folder holding that package first: ``from pkg.x import y`` works when the file is run by
+    its path as well as with ``python -m``; the script's own folder stays first on ``sys.path`` (sibling imports)."""
     if script.suffix.lower() != ".py":
         return None
     folder = script.parent
@@ -264,9 +264,9 @@ def _package_path(root: Path, script: Path) -> str | None:
     while folder.parent != root and (folder.parent / "__init__.py").is_file():
         folder = folder.parent
     above = folder.parent.relative_to(root).as_posix()
-    if ":" in above:  # PYTHONPATH's separator: such a folder cannot be named there
+    if above == "." or ":" in above:  # the skill root is on PYTHONPATH already; ':' is PYTHONPATH's separator
         return None
-    return SKILL_MOUNT if above == "." else f"{SKILL_MOUNT}/{above}"
+    return f"{SKILL_MOUNT}/{above}:{SKILL_MOUNT}"
 
 
 def safe_build_path(rel_path: str) -> str:
@@ -296,6 +296,9 @@ def sandbox_environment() -> dict[str, str]:
         "LANG": "C.UTF-8",
         "PYTHONDONTWRITEBYTECODE": "1",
         "NODE_PATH": NODE_PATH,  # require("pptxgenjs") from any working directory
+        # The skill's own modules import from code anywhere, build/ included (slack-gif-creator's SKILL.md has the
+        # model write `from core.gif_builder import GIFBuilder`); the runtime's own python3 runs with -I, never this.
+        "PYTHONPATH": SKILL_MOUNT,
     }
 
 

@@ -235,16 +235,35 @@ def test_a_package_script_runs_by_its_path_and_with_python_dash_m(make_skill, de
             from office.helper import NAME
             json.dump({"name": NAME}, sys.stdout)
             """,
+            # slack-gif-creator's form: code the model writes imports the skill's modules
+            "core/__init__.py": "",
+            "core/gif_builder.py": "NAME = 'gif'\n",
+            # a package whose top is not at the skill root
+            "tools/pkg/__init__.py": "",
+            "tools/pkg/util.py": "NAME = 'nested'\n",
+            "tools/pkg/run.py": """
+            import json, sys
+            from pkg.util import NAME
+            json.dump({"name": NAME}, sys.stdout)
+            """,
         }
     )
     with open_default(default_runner, root) as job:
         by_path = job.run_script("scripts/package_it.py", argv=["a b"], timeout_s=30)
         as_module = job.run_command(["python3", "-m", "scripts.package_it", "x"], timeout_s=30)
         sibling = job.run_script("scripts/thumb.py", timeout_s=30)
+        nested = job.run_script("tools/pkg/run.py", timeout_s=30)
+        job.write_file("make_gif.py", b"import json, sys\nfrom core.gif_builder import NAME\nprint(json.dumps(NAME))")
+        model_code = job.run_script("build/make_gif.py", timeout_s=30)
+        model_command = job.run_command(["python3", "build/make_gif.py"], timeout_s=30)
     assert by_path.ok, by_path.stderr_summary
     assert by_path.stdout_json == {"name": "util", "argv": ["a b"]}
     assert as_module.ok and json.loads(as_module.stdout_text) == {"name": "util", "argv": ["x"]}
     assert sibling.ok and sibling.stdout_json == {"name": "helper"}, sibling.stderr_summary
+    assert nested.ok and nested.stdout_json == {"name": "nested"}, nested.stderr_summary
+    assert nested.command[:2] == ["env", "PYTHONPATH=/skill/tools:/skill"]
+    assert model_code.ok and model_code.stdout_json == "gif", model_code.stderr_summary
+    assert model_command.ok and json.loads(model_command.stdout_text) == "gif"
     plain = make_skill({"SKILL.md": "# p\n", "tool.py": "import json,sys; json.dump(sys.path[:2], sys.stdout)"}, "p")
     with open_default(default_runner, plain) as job:
         result = job.run_script("tool.py", timeout_s=30)
