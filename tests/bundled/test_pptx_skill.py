@@ -115,3 +115,24 @@ def test_a_picture_that_is_not_an_image_is_refused(box, tmp_path):
     path.chmod(0o644)
     run = box.run(BUILD, {"outline": "/inputs/fake-outline.json", "output": "build/d.pptx"})
     assert run.exit_code == 2 and "slide 1 image /inputs/fake.png is not a PNG or JPEG image" in run.out["error"]
+
+
+def test_the_deck_is_16_9_in_every_part_slide_size_type_master_and_layouts(box, tmp_path):
+    args = {"outline": "/inputs/outline.json", "output": "build/wide.pptx", "brand": "/inputs/brand.json"}
+    assert box.run(BUILD, args).exit_code == 0
+    deck = Presentation(str(box.file("build/wide.pptx", tmp_path / "wide.pptx")))
+    width, height = deck.slide_width, deck.slide_height
+    assert abs(width / height - 16 / 9) < 0.001
+    size = deck.part._element.find("{http://schemas.openxmlformats.org/presentationml/2006/main}sldSz")
+    assert size.get("type") in (None, "custom"), size.attrib  # never screen4x3 on a 16:9 slide
+    owners = [deck.slide_master, *deck.slide_layouts, *deck.slides]
+    boxes = [(owner, shape) for owner in owners for shape in owner.shapes if shape.width]
+    assert len(boxes) > 40
+    outside = [
+        (getattr(owner, "name", "slide"), shape.name, shape.left, shape.top, shape.width, shape.height)
+        for owner, shape in boxes
+        if shape.left < 0 or shape.top < 0 or shape.left + shape.width > width or shape.top + shape.height > height
+    ]
+    assert outside == []
+    # the master's title spans the wide slide, not the 10 in of the 4:3 template
+    assert deck.slide_master.placeholders[0].width > 0.8 * width

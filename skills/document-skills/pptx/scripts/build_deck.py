@@ -264,13 +264,19 @@ def content_slide(deck, entry, brand):
 
 
 def widen_template(deck):
-    """The template's master and layouts are 4:3 (10 in wide): stretch their placeholders to the 16:9 width."""
-    factor = Inches(SLIDE_W) / deck.slide_width
+    """Make the default template (4:3, 10 x 7.5 in, type screen4x3) 16:9 in every part: the slide size and its type
+    (13.333 x 7.5 in is PowerPoint's Widescreen, a custom size: no type), and the boxes the master and each layout
+    set themselves, scaled to the new size. Layout placeholders that inherit their box from the master follow it."""
+    across = Inches(SLIDE_W) / deck.slide_width
+    down = Inches(SLIDE_H) / deck.slide_height
     deck.slide_width, deck.slide_height = Inches(SLIDE_W), Inches(SLIDE_H)
+    deck.part._element.find(qn("p:sldSz")).attrib.pop("type", None)
     for owner in [deck.slide_master, *deck.slide_layouts]:
-        for shape in owner.placeholders:
-            if shape.width:
-                shape.left, shape.width = int(shape.left * factor), int(shape.width * factor)
+        for shape in owner.shapes:
+            if shape._element.find(f"{qn('p:spPr')}/{qn('a:xfrm')}") is None:
+                continue  # inherits its box: setting one here would copy the master's and scale it twice
+            shape.left, shape.width = int(shape.left * across), int(shape.width * across)
+            shape.top, shape.height = int(shape.top * down), int(shape.height * down)
 
 
 def brand_theme(deck, brand):
