@@ -282,9 +282,8 @@ def build_one(
         built = _stream_build(
             client, say, path=context, buildargs={"BASE_IMAGE": base_image}, pull=False, nocache=force
         )
-        built = label_image(
-            client, built, image, {LABEL_HASH: digest, LABEL_ROLE: role, "org.orchestrator.base": kind}, say
-        )
+        labels = {LABEL_HASH: digest, LABEL_ROLE: role, "org.orchestrator.base": kind}
+        built = label_image(client, built, image, labels, say, hash_label=LABEL_HASH)
     if previous and previous != built:
         _remove_quietly(client, previous)
     log.info("compose.image_built", image=image, role=role, base=kind, duration_ms=_ms(started))

@@ -171,9 +171,8 @@ def build_browser_image(
                 nocache=force,
             )
         tools = probe_tools(client, built)
-        final = label_image(
-            client, built, image, {LABEL_BROWSER_HASH: digest, LABEL_TOOLS: json.dumps(tools, sort_keys=True)}, say
-        )
+        labels = {LABEL_BROWSER_HASH: digest, LABEL_TOOLS: json.dumps(tools, sort_keys=True)}
+        final = label_image(client, built, image, labels, say, hash_label=LABEL_BROWSER_HASH)
     log.info("sandbox.browser_image_built", image=image, duration_ms=_ms(started))
     return ImageBuild(**outcome, image_id=final, built=True, duration_ms=_ms(started), tools=tools)
 

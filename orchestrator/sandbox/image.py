@@ -261,15 +261,18 @@ def ensure_public_base(client: docker.DockerClient, say: Progress) -> None:
 # -- build --------------------------------------------------------------------------------------------------------
 
 
-def image_fingerprint(attrs: dict[str, Any]) -> str:
-    """What makes an image itself rather than a copy of its labels: its layers and how it starts.
+def image_fingerprint(attrs: dict[str, Any], hash_label: str, digest: str) -> str:
+    """What makes an image the one made from content ``digest``, rather than a copy of its labels: its layers and
+    how it starts, bound to that content hash.
 
     An image built FROM another inherits all of its labels, so a label alone cannot say "this is the image": the
     fingerprint, stored as a label when the image is made and compared with the image's own layers and start-up
-    settings when it is looked up, tells the image from any child that added a layer or changed its command.
+    settings when it is looked up, tells the image from any child that added a layer or changed its command, and
+    from a child we labelled with a fingerprint of its own for another hash (the browser image).
     """
     config = attrs.get("Config") or {}
     own = {
+        "identity": f"{hash_label}={digest}",
         "layers": (attrs.get("RootFS") or {}).get("Layers") or [],
         **{key: config.get(key) for key in ("User", "Env", "Cmd", "Entrypoint", "WorkingDir")},
     }
@@ -286,16 +289,18 @@ def find_own_image(client: docker.DockerClient, tag: str, hash_label: str, diges
         except docker.errors.ImageNotFound:
             continue
         labels = (attrs.get("Config") or {}).get("Labels") or {}
-        if labels.get(hash_label) == digest and labels.get(LABEL_FINGERPRINT) == image_fingerprint(attrs):
+        fingerprint = image_fingerprint(attrs, hash_label, digest)
+        if labels.get(hash_label) == digest and labels.get(LABEL_FINGERPRINT) == fingerprint:
             return str(attrs["Id"])
     return None
 
 
 def label_image(
-    client: docker.DockerClient, built: str, tag: str, labels: dict[str, str], say: Progress
+    client: docker.DockerClient, built: str, tag: str, labels: dict[str, str], say: Progress, *, hash_label: str
 ) -> str:
-    """Tag ``built`` as ``tag`` with ``labels`` and its own fingerprint (a label-only step: no layer is added)."""
-    fingerprint = image_fingerprint(client.api.inspect_image(built))
+    """Tag ``built`` as ``tag`` with ``labels`` (``hash_label`` among them) and its own fingerprint for that content
+    hash (a label-only step: no layer is added)."""
+    fingerprint = image_fingerprint(client.api.inspect_image(built), hash_label, labels[hash_label])
     dockerfile = io.BytesIO(f"FROM {built}\n".encode())
     return _stream_build(client, say, fileobj=dockerfile, tag=tag, labels={**labels, LABEL_FINGERPRINT: fingerprint})
 
@@ -427,7 +432,7 @@ def build_image(
         tools = probe_tools(client, built)
         labels = {LABEL_HASH: digest, LABEL_TOOLS: json.dumps(tools, sort_keys=True), LABEL_BASE: kind}
         previous = _image_id(client, image)
-        final = label_image(client, built, image, labels, say)
+        final = label_image(client, built, image, labels, say, hash_label=LABEL_HASH)
         if previous and previous != final:
             _remove_quietly(client, previous)
     result = ImageBuild(

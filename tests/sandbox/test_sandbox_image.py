@@ -85,7 +85,7 @@ def test_building_again_with_the_same_content_is_skipped(docker_client, sandbox_
     assert time.monotonic() - started < 5
 
 
-def test_an_image_built_from_the_sandbox_image_is_never_taken_for_it(docker_client, sandbox_image):
+def test_an_image_built_from_the_sandbox_image_is_never_taken_for_it(docker_client, sandbox_image, browser_image):
     """A child inherits every label, the content hash included: it must still not be found as the image itself."""
     import io
 
@@ -109,3 +109,7 @@ def test_an_image_built_from_the_sandbox_image_is_never_taken_for_it(docker_clie
     finally:
         docker_client.api.remove_image(child_tag, force=True)
     assert find_own_image(docker_client, sandbox_image, LABEL_HASH, "0" * 32) is None
+    # the browser image is a child we label ourselves, with a fingerprint of its own: for its own hash only
+    browser = docker_client.api.inspect_image(browser_image)
+    assert browser["Config"]["Labels"][LABEL_HASH] == digest
+    assert find_own_image(docker_client, browser_image, LABEL_HASH, digest) == own["Id"]
