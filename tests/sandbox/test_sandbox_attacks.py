@@ -396,7 +396,8 @@ init_env = open("/proc/1/environ", "rb").read().decode()
 json.dump({"env": dict(os.environ), "init_env": init_env}, sys.stdout)
 """)
     out = run_probe(job)
-    allowed = {"HOME", "TMPDIR", "PATH", "LANG", "PYTHONDONTWRITEBYTECODE", "NODE_PATH", "HOSTNAME", "PWD"}
+    allowed = {"HOME", "TMPDIR", "PATH", "LANG", "PYTHONDONTWRITEBYTECODE", "NODE_PATH", "PYTHONPATH", "HOSTNAME",
+               "PWD"}
     assert set(out["env"]) <= allowed
     everything = repr(out)
     assert "sk-host-secret" not in everything and "hunter2" not in everything and "OPENAI" not in everything
