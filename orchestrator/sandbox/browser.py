@@ -21,9 +21,10 @@ from pathlib import Path, PurePosixPath
 import docker
 import docker.errors
 
-from orchestrator.config import Settings
-from orchestrator.errors import SandboxError, SandboxErrorCode
+from orchestrator.config import SandboxSettings, Settings
+from orchestrator.errors import OrchestratorError, SandboxError, SandboxErrorCode
 from orchestrator.logs import get_logger
+from orchestrator.sandbox.buildfolder import BuildFolder
 from orchestrator.sandbox.engine import BUILD_IMAGE_HINT, docker_errors
 from orchestrator.sandbox.image import (
     LABEL_TOOLS,
@@ -39,6 +40,7 @@ from orchestrator.sandbox.image import (
 from orchestrator.sandbox.image_sources import ensure_wheelhouse
 from orchestrator.sandbox.limits import BUILD_DIR, SKILL_MOUNT
 from orchestrator.sandbox.models import ImageBuild
+from orchestrator.sandbox.profiles import apply_operations
 
 log = get_logger(__name__)
 
@@ -99,6 +101,24 @@ def _read_skill_file(root: Path, rel: str) -> bytes | None:
         return path.read_bytes()
     except (OSError, RuntimeError):
         return None
+
+
+def browser_call_settings(
+    client: docker.DockerClient, settings: SandboxSettings, skill_root: Path, words: Iterable[str], build: BuildFolder
+) -> SandboxSettings | None:
+    """The settings of a call that starts a browser (the browser image's id, the browser profile's limits over
+    ``settings``), or None for a call that does not (see :func:`call_needs_browser`)."""
+
+    def read_build(rel_path: str) -> bytes | None:
+        try:
+            return build.read_file(rel_path, max_bytes=SCAN_MAX_BYTES)
+        except OrchestratorError:
+            return None
+
+    if not call_needs_browser(skill_root, words, read_build):
+        return None
+    image = browser_image_id(client, settings.browser_image)
+    return apply_operations(settings, [BROWSER_OPERATION]).model_copy(update={"image": image})
 
 
 def browser_image_id(client: docker.DockerClient, image: str) -> str:

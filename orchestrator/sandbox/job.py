@@ -32,9 +32,9 @@ import requests
 from docker.types import Mount
 
 from orchestrator.config import SandboxSettings
-from orchestrator.errors import OrchestratorError, SandboxError, SandboxRefused
+from orchestrator.errors import SandboxError, SandboxRefused
 from orchestrator.logs import get_logger
-from orchestrator.sandbox.browser import BROWSER_OPERATION, SCAN_MAX_BYTES, browser_image_id, call_needs_browser
+from orchestrator.sandbox.browser import browser_call_settings
 from orchestrator.sandbox.buildfolder import HOLDER_BUILD, BuildFolder
 from orchestrator.sandbox.commands import resolve_command
 from orchestrator.sandbox.egress import EgressPlan
@@ -55,7 +55,7 @@ from orchestrator.sandbox.limits import (
     script_host_config,
 )
 from orchestrator.sandbox.models import BuildFile, ScriptResult
-from orchestrator.sandbox.profiles import apply_operations, call_timeout
+from orchestrator.sandbox.profiles import call_timeout
 from orchestrator.sandbox.reaper import labels
 from orchestrator.sandbox.results import LaunchedCommand, script_result
 from orchestrator.sandbox.streams import OutputCollector, pump
@@ -446,16 +446,9 @@ class SandboxJob:
 
     def _browser_settings(self, command: LaunchedCommand) -> SandboxSettings | None:
         """For a call of an ordinary job that starts a browser: the browser image and profile; else None."""
-        if self.browser or not call_needs_browser(self.skill_root, command.argv, self._read_build_quietly):
+        if self.browser:
             return None
-        image = browser_image_id(self.runner.client, self.settings.browser_image)
-        return apply_operations(self.settings, [BROWSER_OPERATION]).model_copy(update={"image": image})
-
-    def _read_build_quietly(self, rel_path: str) -> bytes | None:
-        try:
-            return self._build().read_file(rel_path, max_bytes=SCAN_MAX_BYTES)
-        except OrchestratorError:
-            return None
+        return browser_call_settings(self.runner.client, self.settings, self.skill_root, command.argv, self._build())
 
     def _run(
         self, prepared: _Prepared, command: LaunchedCommand, payload: bytes, timeout_s: float, settings: SandboxSettings
