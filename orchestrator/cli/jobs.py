@@ -27,12 +27,14 @@ def jobs(
     report: Annotated[
         Path | None, typer.Option("--report", help="With --batch: write a self-contained HTML report (timeline).")
     ] = None,
-    cancel: Annotated[bool, typer.Option("--cancel", help="With ID: cancel the job (its files are kept).")] = False,
+    cancel: Annotated[bool, typer.Option(
+        "--cancel", help="With ID: cancel the job (its files are kept); with --batch B: its jobs not ended.")] = False,
     rerun: Annotated[
-        bool, typer.Option("--rerun", help="With ID: run a failed, unmet or cancelled job again.")
+        bool, typer.Option("--rerun", help="With ID: run a failed, unmet or cancelled job again; with --batch B: its "
+                     "failed and unmet jobs.")
     ] = False,
     download: Annotated[
-        Path | None, typer.Option("--download", help="With ID: fetch the job's files and evidence into DIR.")
+        Path | None, typer.Option("--download", help="With ID (or --batch B): fetch the files and evidence into DIR.")
     ] = None,
     workers: Annotated[
         bool, typer.Option("--workers", help="The live workers: ready or not, and what one that is not ready lacks.")
