@@ -165,9 +165,11 @@ def build_browser_image(
     folder = browser_definition_dir()
     image = settings.sandbox.browser_image
     uid = settings.sandbox.uid
-    digest = browser_content_hash(folder, sandbox_image_id=sandbox.image_id, uid=uid)
-    outcome = {"image": image, "content_hash": digest, "base": sandbox.base, "base_image": sandbox.image_id}
     with docker_errors("sandbox:build-image"):
+        # the full id, however the sandbox build reported it (a fresh build may name it short): a stable hash
+        sandbox_id = str(client.api.inspect_image(sandbox.image_id)["Id"])
+        digest = browser_content_hash(folder, sandbox_image_id=sandbox_id, uid=uid)
+        outcome = {"image": image, "content_hash": digest, "base": sandbox.base, "base_image": sandbox_id}
         existing = None if force else find_own_image(client, image, LABEL_BROWSER_HASH, digest)
         if existing is not None:
             client.api.tag(existing, *_split_ref(image))
@@ -186,7 +188,7 @@ def build_browser_image(
                 client,
                 say,
                 path=context,
-                buildargs={"SANDBOX_IMAGE": sandbox.image_id, "SANDBOX_UID": str(uid)},
+                buildargs={"SANDBOX_IMAGE": sandbox_id, "SANDBOX_UID": str(uid)},
                 pull=False,
                 nocache=force,
             )

@@ -113,3 +113,14 @@ def test_an_image_built_from_the_sandbox_image_is_never_taken_for_it(docker_clie
     browser = docker_client.api.inspect_image(browser_image)
     assert browser["Config"]["Labels"][LABEL_HASH] == digest
     assert find_own_image(docker_client, browser_image, LABEL_HASH, digest) == own["Id"]
+
+
+def test_building_the_browser_image_again_is_skipped(docker_client, sandbox_image, browser_image, tmp_path):
+    from orchestrator.sandbox.browser import build_browser_image
+
+    settings = load_settings(sandbox={"image": sandbox_image, "browser_image": browser_image}, cache_dir=tmp_path)
+    first = build_browser_image(docker_client, settings, build_image(docker_client, settings))
+    second = build_browser_image(docker_client, settings, build_image(docker_client, settings))
+    assert second.built is False and second.content_hash == first.content_hash
+    assert second.image_id == docker_client.api.inspect_image(browser_image)["Id"]
+    assert {"playwright", "chromium"} <= set(second.tools)
