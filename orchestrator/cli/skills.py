@@ -1,4 +1,5 @@
-"""CLI: ``skills list`` (the L1 view of a folder of skills) and ``skills show ID`` (one skill)."""
+"""CLI: ``skills list`` (the L1 view of a folder of skills), ``skills show ID`` (one skill) and ``skills route-check``
+(how a library routes goals)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from orchestrator.cli.common import EXIT_USAGE, emit_json, fail, plain, state
-from orchestrator.errors import SkillError
+from orchestrator.errors import OrchestratorError, SkillError
+from orchestrator.select.index import SkillIndex
+from orchestrator.select.routing import read_goals, route_check
+from orchestrator.select.shortlist import model_invocable
 from orchestrator.skills import Problem, Skill, SkillLibrary, SkillSummary
 from orchestrator.skills.confine import display_text
 
@@ -116,9 +120,7 @@ def list_skills(ctx: typer.Context, root: RootOption = Path("skills"), as_json: 
     for s in summaries:
         for p in s.problems:
             if p.severity == "error":
-                console.print(
-                    f"[red]error[/red] {escape(plain(f'{s.id}: {_where(p)}{p.message}'))}", highlight=False
-                )
+                console.print(f"[red]error[/red] {escape(plain(f'{s.id}: {_where(p)}{p.message}'))}", highlight=False)
 
 
 @app.command("show")
@@ -127,9 +129,7 @@ def show_skill(
     skill_id: Annotated[str, typer.Argument(metavar="ID", help="Skill id: its folder's path under ROOT.")],
     root: RootOption = Path("skills"),
     as_json: JsonOption = False,
-    body: Annotated[
-        bool, typer.Option("--body", help="Also print the L2 text (the body as a model sees it).")
-    ] = False,
+    body: Annotated[bool, typer.Option("--body", help="Also print the L2 text (the body as a model sees it).")] = False,
 ) -> None:
     """Show one skill: frontmatter, body size, L2 cut, references (link -> path -> glob) and problems."""
     library = _library(ctx, root, as_json)
@@ -145,9 +145,7 @@ def show_skill(
         emit_json(data)
         return
     console = Console()
-    console.print(
-        f"[bold]{escape(skill.id)}[/bold]  ({escape(display_text(str(skill.root)))})", highlight=False
-    )
+    console.print(f"[bold]{escape(skill.id)}[/bold]  ({escape(display_text(str(skill.root)))})", highlight=False)
     console.print(plain(f"name: {skill.name!s}\ndescription: {skill.description!s}"), markup=False, highlight=False)
     for label, value in (("license", skill.license), ("compatibility", skill.compatibility)):
         if value:
@@ -182,3 +180,58 @@ def _where(problem: Problem) -> str:
     if problem.path and problem.line:
         return f"{problem.path}:{problem.line}: "
     return f"{problem.path}: " if problem.path else ""
+
+
+@app.command("route-check")
+def route_check_command(
+    ctx: typer.Context,
+    root: RootOption = Path("skills"),
+    goals: Annotated[
+        Path | None,
+        typer.Option("--goals", help='Goals, one a line (text, or JSON {"goal": ...}): report skills none reaches.'),
+    ] = None,
+    k: Annotated[int, typer.Option("--k", min=1, max=100, help="A goal reaches the first K skills it ranks.")] = 10,
+    threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--threshold",
+            min=0.0,
+            max=1.0,
+            help="Similarity from which two skills overlap (default: "
+            "0.8 embedding cosine, 0.6 word Jaccard when ranking by words only).",
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Check how a library routes: pairs of skills whose descriptions overlap (a router would confuse them) and,
+    with --goals, skills no goal ranks among its first K. Ranks as the planner's shortlist does."""
+    library = _library(ctx, root, as_json)
+    settings = state(ctx).settings()
+    try:
+        goal_texts = read_goals(goals) if goals is not None else []
+        l1 = library.l1_index()
+        invocable = model_invocable(l1)
+        index = SkillIndex.for_library(library, invocable, settings.cache_dir, settings.selection)
+        report = route_check(l1, index, goal_texts, k=k, threshold=threshold)
+    except OrchestratorError as e:
+        fail(e, as_json=as_json)
+    if as_json:
+        emit_json(report)
+        return
+    console = Console(soft_wrap=True)
+    measure = "meaning (embedding cosine)" if report.measure == "embedding-cosine" else "words (Jaccard)"
+    console.print(f"{report.skills} skills; overlap by {measure} >= {report.threshold}", highlight=False)
+    if report.overlaps:
+        console.print(
+            f"{len(report.overlaps)} overlapping pair(s): make their descriptions say how they differ", highlight=False
+        )
+        for pair in report.overlaps:
+            console.print(f"  {pair.similarity:.3f}  {plain(pair.a)}  <->  {plain(pair.b)}", highlight=False)
+    else:
+        console.print("no overlapping descriptions", highlight=False)
+    if goals is not None:
+        console.print(
+            f"{report.goals} goals, top {report.k}: {len(report.unreached)} skill(s) no goal reaches", highlight=False
+        )
+        for skill in report.unreached:
+            console.print(f"  {plain(skill.id)}: {plain(skill.description[:100])}", highlight=False)

@@ -241,6 +241,11 @@ class SkillIndex:
         """Whether similarity of meaning is part of the ranking."""
         return self._semantic is not None
 
+    @property
+    def vectors(self) -> np.ndarray | None:
+        """Each skill's unit vector (rows in ``docs`` order) when meaning is part of the ranking."""
+        return self._semantic.vectors if self._semantic is not None else None
+
     def scores(self, query: str) -> np.ndarray:
         lexical = self._lexical.scores(query)
         if self._semantic is None:
