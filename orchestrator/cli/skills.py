@@ -13,9 +13,6 @@ from rich.table import Table
 
 from orchestrator.cli.common import EXIT_USAGE, emit_json, fail, plain, state
 from orchestrator.errors import OrchestratorError, SkillError
-from orchestrator.select.index import SkillIndex
-from orchestrator.select.routing import read_goals, route_check
-from orchestrator.select.shortlist import model_invocable
 from orchestrator.skills import Problem, Skill, SkillLibrary, SkillSummary
 from orchestrator.skills.confine import display_text
 
@@ -208,11 +205,10 @@ def route_check_command(
     library = _library(ctx, root, as_json)
     settings = state(ctx).settings()
     try:
-        goal_texts = read_goals(goals) if goals is not None else []
-        l1 = library.l1_index()
-        invocable = model_invocable(l1)
-        index = SkillIndex.for_library(library, invocable, settings.cache_dir, settings.selection)
-        report = route_check(l1, index, goal_texts, k=k, threshold=threshold)
+        # Deferred: ranking loads the index and the embedder; skills list and show must not pay for it.
+        from orchestrator.workflow.planner_bench import check_routes
+
+        report = check_routes(library, settings.selection, settings.cache_dir, goals, k=k, threshold=threshold)
     except OrchestratorError as e:
         fail(e, as_json=as_json)
     if as_json:

@@ -29,7 +29,7 @@ SEMANTIC_THRESHOLD = 0.8
 #: Share of description terms in common from which two skills overlap when ranking by words only.
 LEXICAL_THRESHOLD = 0.6
 MAX_PAIRS = 200
-MAX_GOAL_CHARS = 4000
+ROUTE_GOAL_MAX_CHARS = 4000
 
 Measure = Literal["embedding-cosine", "word-jaccard"]
 
@@ -119,7 +119,7 @@ def route_check(
 
 
 class _GoalLine(BaseModel):
-    goal: str = Field(min_length=1, max_length=MAX_GOAL_CHARS)
+    goal: str = Field(min_length=1, max_length=ROUTE_GOAL_MAX_CHARS)
 
 
 def read_goals(path: Path) -> list[str]:
@@ -135,7 +135,7 @@ def read_goals(path: Path) -> list[str]:
         if not text or text.startswith("#"):
             continue
         if not text.startswith("{"):
-            goals.append(text[:MAX_GOAL_CHARS])
+            goals.append(text[:ROUTE_GOAL_MAX_CHARS])
             continue
         try:
             goals.append(_GoalLine.model_validate(json.loads(text)).goal)

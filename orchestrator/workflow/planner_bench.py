@@ -29,6 +29,8 @@ from orchestrator.llm.interface import ChatModel
 from orchestrator.llm.scenario import load_scenario
 from orchestrator.prompts import load_prompt
 from orchestrator.select.index import SkillIndex
+from orchestrator.select.routing import RouteReport, route_check
+from orchestrator.select.routing import read_goals as read_route_goals
 from orchestrator.select.shortlist import Catalog, catalog_text, make_shortlist, model_invocable
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.skills.parsed import SkillSummary
@@ -225,6 +227,23 @@ def bench_selection(
         misses_at_10=misses,
         planned=planned,
     )
+
+
+def check_routes(
+    library: SkillLibrary,
+    selection: SelectionSettings,
+    cache_dir: Path,
+    goals_file: Path | None = None,
+    *,
+    k: int = 10,
+    threshold: float | None = None,
+) -> RouteReport:
+    """``skills route-check``: the library's overlapping skills and, with goals, the skills none reaches, ranked
+    as the planner's shortlist ranks them."""
+    goals = read_route_goals(goals_file) if goals_file is not None else []
+    l1 = library.l1_index()
+    index = SkillIndex.for_library(library, model_invocable(l1), cache_dir, selection)
+    return route_check(l1, index, goals, k=k, threshold=threshold)
 
 
 def _rate(values: list[bool]) -> float:
