@@ -21,7 +21,7 @@ from orchestrator.errors import ConfigError
 from orchestrator.select.index import SkillIndex
 from orchestrator.select.lexical import bilingual_terms
 from orchestrator.select.shortlist import make_shortlist
-from orchestrator.skills.models import SkillSummary
+from orchestrator.skills.parsed import SkillSummary
 
 #: Cosine of two skills' vectors from which they are reported as overlapping (MiniLM: paraphrases score 0.6-0.9,
 #: skills of one family that differ in their object 0.5-0.7, unrelated ones below 0.3).
