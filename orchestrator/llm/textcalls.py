@@ -8,6 +8,11 @@ which spans looked like a call but could not be read, so the model can be told a
 Only the shapes of calls are read, never prose: a JSON object is a call when it names a tool and carries its
 arguments (``arguments``/``parameters``/``args``/``input``), when its ``name`` is an offered tool, or when it is
 ``{"<offered tool>": {...}}``. Everything is bounded: the text read, the calls kept, the nesting JSON may have.
+
+Tags, fences and bare JSON are all searched, in the order they were written. A readable call wins over an unreadable
+look-alike in the same reply. The calls run are those of the first block that holds one and of the blocks right
+after it (only blank space between); whatever follows them (an invented result, an echoed tool response, an empty
+fence) is neither run nor kept as the model's words: ``rest`` is what the model said before its call.
 """
 
 from __future__ import annotations
@@ -38,6 +43,9 @@ _NAME_KEYS = ("name", "tool", "tool_name", "function", "function_name")
 _ARG_KEYS = ("arguments", "parameters", "args", "input", "tool_input")
 _LOOKS_LIKE_CALL = re.compile(r"""\s*["'](?:name|tool|tool_name|function)["']\s*:\s*["']([^"'\\]{1,100})["']""")
 _HAS_ARGS = re.compile(r"""["'](?:arguments|parameters|args|input)["']\s*:""")
+_LOOKS_LIKE_CALL_AT_OPEN = re.compile(
+    r"""\{\s*["'](?:name|tool|tool_name|function)["']\s*:\s*["']([^"'\\]{1,100})["']""")
+_EMPTY_FENCE = re.compile(r"```[ \t]*[A-Za-z_]*[ \t]*\n?\s*```")
 
 
 @dataclass(frozen=True)
@@ -57,19 +65,34 @@ def read_text_calls(content: str, offered: Collection[str], *, cut: bool = False
     same ids, so a replayed conversation is byte-identical)."""
     text = _thinking_blanked(content[:MAX_TEXT_CHARS])
     finder = _Finder(set(offered), cut=cut)
+    finder.tags(text)
+    finder.fences(_blanked(text, finder.spans()))
     prose = _code_blanked(text)
-    spans = finder.tags(text) or finder.fences(text) or finder.bare(prose)
-    if not finder.calls and not finder.unread:
-        finder.unread_lookalike(prose)
-    if not finder.calls and not finder.unread:
-        return TextCalls(rest=content)
+    finder.bare(_blanked(prose, finder.spans()))
+    blocks = sorted(finder.blocks, key=lambda b: b.start)
+    first = next((i for i, b in enumerate(blocks) if b.calls), None)
+    if first is None:
+        unread = [u for b in blocks for u in b.unread]
+        if not unread:
+            unread = finder.unread_lookalike(prose)
+        return TextCalls(unread=tuple(unread[:MAX_CALLS]), rest=_said(content))
+    taken = [blocks[first]]
+    for block in blocks[first + 1 :]:
+        if not block.calls or block.unread or text[taken[-1].end : block.start].strip(" \t\r\n,;"):
+            break
+        taken.append(block)
     digest = hashlib.sha256(f"{salt}\x00{content}".encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    calls = tuple(
-        ToolCall(id=f"call_t{digest}_{i}", name=name, arguments=arguments)
-        for i, (name, arguments) in enumerate(finder.calls[:MAX_CALLS])
-    )
-    rest = _without(text, spans).strip() if calls else content
-    return TextCalls(calls=calls, unread=tuple(finder.unread[:MAX_CALLS]), rest=rest or None)
+    found = [c for b in taken for c in b.calls][:MAX_CALLS]
+    calls = tuple(ToolCall(id=f"call_t{digest}_{i}", name=n, arguments=a) for i, (n, a) in enumerate(found))
+    before = _blanked(text[: blocks[first].start], [(b.start, b.end) for b in blocks[:first]])
+    return TextCalls(calls=calls, rest=_said(before))
+
+
+def _said(text: str) -> str | None:
+    """The model's own words in ``text``: empty code fences and surrounding blank space removed; None when nothing
+    is left (an empty fence is not an answer)."""
+    words = _EMPTY_FENCE.sub("", text).strip()
+    return words or None
 
 
 def _thinking_blanked(text: str) -> str:
@@ -86,13 +109,56 @@ def _code_blanked(text: str) -> str:
     return _FENCE.sub(blank, text)
 
 
-def _without(text: str, spans: list[tuple[int, int]]) -> str:
-    kept, at = [], 0
-    for start, end in sorted(spans):
-        kept.append(text[at:start])
-        at = max(at, end)
-    kept.append(text[at:])
-    return "".join(kept)
+def _blanked(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with ``spans`` blanked out (same length, so positions stay valid)."""
+    chars = list(text)
+    for start, end in spans:
+        chars[start:end] = " " * (end - start)
+    return "".join(chars)
+
+
+def _leading_name(body: str) -> str | None:
+    """The tool a JSON object names by its first key (``{"name": "read_file", ...}``), never a key deeper inside."""
+    start = body.lstrip().lstrip("[").lstrip()
+    if not start.startswith("{"):
+        return None
+    match = _LOOKS_LIKE_CALL.match(start, 1)
+    return match.group(1) if match else None
+
+
+def _outermost(text: str, positions: list[int]) -> set[int]:
+    """Those of ``positions`` (sorted) that are not inside a JSON object or list opened before them, nor inside a
+    string: one pass over the text, counting brackets outside double-quoted strings."""
+    found: set[int] = set()
+    wanted = iter(positions)
+    target = next(wanted, None)
+    depth, in_string, escaped = 0, False, False
+    for at, char in enumerate(text):
+        while target is not None and target == at:
+            if depth == 0 and not in_string:
+                found.add(at)
+            target = next(wanted, None)
+        if target is None:
+            break
+        if in_string:
+            escaped, in_string = (False, True) if escaped else (char == "\\", char != '"')
+        elif char == '"':
+            in_string = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth = max(0, depth - 1)
+    return found
+
+
+@dataclass
+class _Block:
+    """One place in a reply that was read as calls: where it is, the calls read and the look-alikes not readable."""
+
+    start: int
+    end: int
+    calls: list[tuple[str, str]]
+    unread: list[UnreadCall]
 
 
 class _Finder:
@@ -101,33 +167,40 @@ class _Finder:
         self.cut = cut
         self.calls: list[tuple[str, str]] = []
         self.unread: list[UnreadCall] = []
+        self.blocks: list[_Block] = []
+
+    def spans(self) -> list[tuple[int, int]]:
+        return [(b.start, b.end) for b in self.blocks]
+
+    def _block(self, start: int, end: int, body: str, *, closed: bool) -> None:
+        """Read ``body`` and keep what it held as the block ``start:end``."""
+        self.calls, self.unread = [], []
+        self._read_block(body, closed=closed)
+        if self.calls or self.unread:
+            self.blocks.append(_Block(start, end, self.calls, self.unread))
+        self.calls, self.unread = [], []
 
     # --- where calls are written --------------------------------------------------------------------
 
-    def tags(self, text: str) -> list[tuple[int, int]]:
+    def tags(self, text: str) -> None:
         """``<tool_call>{...}</tool_call>`` (an unterminated last tag reaches the end of the reply)."""
-        spans = []
         for match in _TAG.finditer(text):
-            spans.append(match.span())
-            self._read_block(match.group(2), closed=match.group(0).rstrip().lower().endswith(f"</{match.group(1)}>"))
-        return spans
+            closed = match.group(0).rstrip().lower().endswith(f"</{match.group(1)}>")
+            self._block(*match.span(), match.group(2), closed=closed)
 
-    def fences(self, text: str) -> list[tuple[int, int]]:
+    def fences(self, text: str) -> None:
         """Fenced blocks holding JSON (```json, ```tool_call or no language); other languages are code, not calls."""
-        spans = []
         for match in _FENCE.finditer(text):
             language, body = match.group(1).lower(), match.group(2).strip()
             if language not in JSON_FENCES or body[:1] not in "{[":
                 continue
             if not self._call_like(body):
                 continue
-            spans.append(match.span())
-            self._read_block(body, closed=match.group(0).rstrip().endswith("```") and len(match.group(0)) > 3)
-        return spans
+            closed = match.group(0).rstrip().endswith("```") and len(match.group(0)) > 3
+            self._block(*match.span(), body, closed=closed)
 
-    def bare(self, text: str) -> list[tuple[int, int]]:
+    def bare(self, text: str) -> None:
         """JSON values in the prose (a Mistral ``[TOOL_CALLS]`` prefix is dropped)."""
-        spans: list[tuple[int, int]] = []
         decoder = json.JSONDecoder(strict=False)  # raw line breaks inside strings are how small models write text
         at, tried, lenient = 0, 0, 0
         while tried < MAX_CANDIDATES:
@@ -147,26 +220,33 @@ class _Finder:
                     at = start + 1
                     continue
                 value, end = found
+            self.calls, self.unread = [], []
             calls = self._calls_in(value)
-            if calls:
-                self.calls += calls
+            if calls or self.unread:
                 head = text[:start].rstrip()
-                spans.append((len(head) - len(MISTRAL_PREFIX) if head.upper().endswith(MISTRAL_PREFIX) else start, end))
+                begin = len(head) - len(MISTRAL_PREFIX) if head.upper().endswith(MISTRAL_PREFIX) else start
+                self.blocks.append(_Block(begin, end, calls, self.unread))
+            self.calls, self.unread = [], []
             at = end
-        return spans
 
-    def unread_lookalike(self, text: str) -> None:
-        """Text that names a tool the way a call does but is not valid JSON: tell the model, do not guess."""
-        match = _LOOKS_LIKE_CALL.search(text)
-        if match and (_HAS_ARGS.search(text) or match.group(1) in self.offered):
-            start = text.rfind("{", 0, match.start())
-            detail = _json_error(text[start if start >= 0 else match.start() :])
-            self._unread(match.group(1), detail, text[max(0, start) :])
-            return
+    def unread_lookalike(self, text: str) -> list[UnreadCall]:
+        """Text that names a tool the way a call does but is not valid JSON: tell the model, do not guess. Only a
+        name that opens an object counts (``{"name": "x", ...``), never a key inside one."""
+        self.unread = []
+        last_args = max((m.start() for m in _HAS_ARGS.finditer(text)), default=-1)
+        matches = [m for _, m in zip(range(MAX_CANDIDATES), _LOOKS_LIKE_CALL_AT_OPEN.finditer(text), strict=False)]
+        outermost = _outermost(text, [m.start() for m in matches])
+        for match in matches:
+            if match.start() not in outermost:
+                continue
+            if last_args > match.start() or match.group(1) in self.offered:
+                self._unread(match.group(1), _json_error(text[match.start() :]), text[match.start() :])
+                return self.unread
         for name in self.offered:
             if re.search(rf"(?m)^\W{{0,3}}{re.escape(name)}\s*\(", text):
                 self._unread(name, "written as a function call, not as JSON", text)
-                return
+                return self.unread
+        return self.unread
 
     # --- reading one block ------------------------------------------------------------------------
 
@@ -177,9 +257,8 @@ class _Finder:
         try:
             value = loads_lenient(body)
         except (ValueError, RecursionError):
-            name = _LOOKS_LIKE_CALL.search(body)
             detail = "the tag was never closed" if not closed and self.cut else _json_error(body)
-            self._unread(name.group(1) if name else "", detail, body)
+            self._unread(_leading_name(body) or "", detail, body)
             return
         calls = self._calls_in(value)
         if calls:
@@ -188,7 +267,9 @@ class _Finder:
             self._unread("", "no tool name and arguments in it", body)
 
     def _call_like(self, body: str) -> bool:
-        return bool(_LOOKS_LIKE_CALL.search(body)) or any(f'"{name}"' in body for name in self.offered)
+        """A fence whose object opens with a tool's name, or names an offered tool: data with a ``name`` deeper
+        inside (an invented result) is not a call."""
+        return _leading_name(body) is not None or any(f'"{name}"' in body for name in self.offered)
 
     def _calls_in(self, value: Any) -> list[tuple[str, str]]:
         if isinstance(value, list):

@@ -37,6 +37,7 @@ from orchestrator.validate.rules import (
     TEXT_KINDS,
     ContractRules,
     RequiredFile,
+    kind_conflict,
     kind_of_extension,
     yaml_problem,
 )
@@ -201,13 +202,10 @@ class _Checker:
 
     def _check_required(self, entry: FileEntry, req: RequiredFile) -> None:
         declared = req.kind
-        by_extension = kind_of_extension(entry.path)
-        text_alias = declared == "text" and by_extension in TEXT_KINDS
-        if declared not in ("any", "binary") and by_extension not in (None, declared) and not text_alias:
-            self._flag(
-                "kind", f"{entry.path}: declared kind {declared} but its extension is for {by_extension}"
-            )
-        kind = by_extension if declared == "any" else declared
+        conflict = kind_conflict(declared, entry.path)
+        if conflict is not None:
+            self._flag("kind", f"{entry.path}: declared kind {declared} but its extension is for {conflict}")
+        kind = kind_of_extension(entry.path) if declared == "any" else declared
         schema = req.schema_ if isinstance(req.schema_, dict) and kind in ("json", "yaml") else None
         content = self._read_as(entry, kind, schema) if kind else _Content()
         if req.min_bytes is not None and entry.size < req.min_bytes:

@@ -74,6 +74,23 @@ def kind_of_extension(path: str) -> str | None:
     return EXTENSION_KINDS.get(PurePosixPath(path).suffix.lower())
 
 
+def slide_counts_apply(kind: str, path: str) -> bool:
+    """Slide counts (``slides``, ``min_slides``, ``max_slides``) are rules for a deck only: kind ``pptx``, or kind
+    ``any`` with a ``.pptx`` path. One rule for the contract and for the planner's expected outputs."""
+    return kind == "pptx" or (kind == "any" and path.lower().endswith(".pptx"))
+
+
+def kind_conflict(declared: str, path: str) -> str | None:
+    """The kind ``path``'s extension stands for when it disagrees with the ``declared`` kind (the contract flags such
+    a file), else None. ``any`` and ``binary`` agree with every extension, ``text`` with every text kind."""
+    by_extension = kind_of_extension(path)
+    if declared in ("any", "binary") or by_extension in (None, declared):
+        return None
+    if declared == "text" and by_extension in TEXT_KINDS:
+        return None
+    return by_extension
+
+
 def _relative_parts(value: str, what: str) -> str:
     """``value`` as a normalised relative POSIX path; ``ValueError`` when absolute or containing ``..``."""
     path = PurePosixPath(value.replace("\\", "/"))
@@ -117,9 +134,9 @@ class RequiredFile(_Rules):
     def _coherent(self) -> RequiredFile:
         counts = {"slides": self.slides, "min_slides": self.min_slides, "max_slides": self.max_slides}
         given = [name for name, value in counts.items() if value is not None]
-        if given and self.kind not in ("pptx", "any"):
-            raise ValueError(f"{', '.join(given)} only apply to kind pptx, not {self.kind}")
-        if given and self.kind == "any" and not self.path.lower().endswith(".pptx"):
+        if given and not slide_counts_apply(self.kind, self.path):
+            if self.kind != "any":
+                raise ValueError(f"{', '.join(given)} only apply to kind pptx, not {self.kind}")
             raise ValueError(f"{', '.join(given)} only apply to a .pptx path (or kind: pptx)")
         if self.min_slides is not None and self.max_slides is not None and self.min_slides > self.max_slides:
             raise ValueError(f"min_slides {self.min_slides} is greater than max_slides {self.max_slides}")

@@ -6,8 +6,9 @@ import json
 import re
 import time
 from collections.abc import Callable, Sequence
+from functools import reduce
 from pathlib import PurePosixPath
-from typing import Any, get_args
+from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, field_validator, model_validator
 
@@ -19,7 +20,8 @@ from orchestrator.prompts import load_prompt, render_prompt, tool_text
 from orchestrator.select.shortlist import Catalog, catalog_text
 from orchestrator.skills.parsed import SkillSummary
 from orchestrator.tokens import estimate_tokens
-from orchestrator.validate.rules import ContractRules, ExpectedOutputs, Kind, RequiredFile
+from orchestrator.validate.rules import ContractRules, ExpectedOutputs, RequiredFile, slide_counts_apply
+from orchestrator.workflow.plan_input import PLAN_EXAMPLE, as_kind, normalise_plan, repeats, shape_problem
 
 
 class PlannedOutput(BaseModel):
@@ -47,16 +49,16 @@ class PlanStep(BaseModel):
         return "; ".join(map(str, value)) if isinstance(value, list) else value
 
     def expected_outputs(self) -> ExpectedOutputs:
-        required = [
-            RequiredFile.model_validate(
-                {
-                    "path": o.path.strip().removeprefix("./").removeprefix("build/"),
-                    "kind": _kind(o.kind),
-                    "slides": o.slides,
-                }
-            )
-            for o in self.outputs
-        ]
+        """The step's outputs as contract rules. A plan read from a model was normalised (``plan_input``), so every
+        output is a valid rule; one built otherwise (an old checkpoint) loses what the contract would reject."""
+        required = []
+        for o in self.outputs:
+            path, kind = o.path.strip().removeprefix("./").removeprefix("build/"), as_kind(o.kind)
+            slides = o.slides if slide_counts_apply(kind, path) else None
+            try:
+                required.append(RequiredFile.model_validate({"path": path, "kind": kind, "slides": slides}))
+            except ValidationError:
+                continue
         return ExpectedOutputs(description=self.expected, rules=ContractRules(required=required))
 
 
@@ -95,6 +97,9 @@ class Plan(BaseModel):
     evaluation: list[str] = []
     no_fit: NoFit | None = None
     no_skill_needed: NoSkillNeeded | None = None
+    notes: list[str] = []
+    """What reading the model's plan dropped or changed (a slide count on a json output, a kind the file name
+    contradicts), so the plan could be used as meant."""
 
     @field_validator("evaluation", mode="before")
     @classmethod
@@ -169,13 +174,6 @@ SEARCH_SKILLS = ToolSpec(
 
 SearchFn = Callable[[str, Sequence[str]], list[SkillSummary]]
 """``search(query, exclude)``: skills for ``query`` best first, none of the ids in ``exclude``."""
-
-
-def _kind(kind: str) -> str:
-    """A planner's free-form kind as a rules ``Kind`` (unknown kinds are not checked: ``any``)."""
-    kind = kind.lower().strip(".")
-    kind = {"md": "markdown", "txt": "text", "yml": "yaml", "jpg": "jpeg"}.get(kind, kind)
-    return kind if kind in get_args(Kind) else "any"
 
 
 def plan_request(
@@ -273,6 +271,9 @@ def make_plan(
             problem = load_prompt("notes/plan_cut")
             if plan is not None:
                 outcome.attempts.append("the plan was cut at max_tokens; its complete part was used")
+        if plan is not None and plan.no_fit is not None and not plan.steps and _echoed(plan.no_fit, outcome, known):
+            # The runtime's own complaint sent back as the reason no skill fits: a format slip, not a no-fit.
+            problem, plan = render_prompt("notes/plan_no_fit_echo", example=PLAN_EXAMPLE), None
         if plan is not None:
             outcome.plan = _with_explicit(plan, explicit)
             outcome.duration_ms = int((time.monotonic() - started) * 1000)
@@ -285,12 +286,21 @@ def make_plan(
             response.as_message(),
             Message(role="user", content=render_prompt("plan_retry", problem=problem)),
         ]
+    last = outcome.attempts[-1] if outcome.attempts else "too many plan calls"
     raise WorkflowError(
-        f"the model gave no usable plan: {outcome.attempts[-1] if outcome.attempts else 'too many plan calls'}",
+        f"the model {model.name} gave no usable plan (its answers did not follow the plan's format): {last[:600]}",
         where="plan",
-        next_step="check that the skills' descriptions match the goal, or use a stronger model",
+        next_step="run it with a stronger model, or again (nothing was run); the skills are not the reason",
         attempts=outcome.attempts,
     )
+
+
+def _echoed(no_fit: NoFit, outcome: PlanOutcome, known: dict[str, SkillSummary]) -> bool:
+    """True when a no-fit's words repeat a problem the runtime told the model (its reason is our error text). The
+    skill ids a problem lists are left out: naming the skills it looked at is no echo."""
+    said = " ".join([no_fit.reason, *no_fit.missing])
+    problems = [reduce(lambda text, i: text.replace(i, " "), known, p) for p in outcome.attempts]
+    return any(repeats(said, problem) for problem in problems)
 
 
 def _answer_tools(
@@ -340,17 +350,18 @@ def _call(model: ChatModel, messages: list[Message], tools: Sequence[ToolSpec]) 
 
 def _parse(text: str, known: set[str]) -> tuple[str, Plan | None]:
     try:
-        data: Any = _normalise(json_in_reply(text))
+        raw: Any = json_in_reply(text)
     except ValueError as e:
-        return f"not JSON ({e})", None
+        return f"not JSON ({e}); answer with one JSON object, for example {PLAN_EXAMPLE}", None
+    data, notes = normalise_plan(raw)
     try:
         plan = _with_ids(Plan.model_validate(data), known)
     except ValidationError as e:
-        return f"not the plan shape ({e.errors()[0]['loc']}: {e.errors()[0]['msg']})", None
+        return shape_problem(e, sorted(known)), None
     unknown = [s.skill for s in plan.steps if s.skill not in known]
     if unknown:
         return f"unknown skill ids {unknown}; choose from {sorted(known)}", None
-    return "", plan
+    return "", plan.model_copy(update={"notes": notes})
 
 
 def _with_ids(plan: Plan, known: set[str]) -> Plan:
@@ -379,8 +390,9 @@ def _salvaged(text: str, known: set[str]) -> Plan | None:
     data = close_cut_json(text)
     if data is None:
         return None
+    normalised, notes = normalise_plan(data)
     try:
-        plan = Plan.model_validate(_normalise(data))
+        plan = Plan.model_validate({**normalised, "notes": notes} if isinstance(normalised, dict) else normalised)
     except ValidationError:
         return None
     plan = _with_ids(plan, known)
@@ -389,32 +401,3 @@ def _salvaged(text: str, known: set[str]) -> Plan | None:
     steps = [s.model_copy(update={"why": s.why[:CUT_TEXT_CHARS], "expected": s.expected[:CUT_TEXT_CHARS]})
              for s in plan.steps]
     return plan.model_copy(update={"steps": steps, "evaluation": [e[:CUT_TEXT_CHARS] for e in plan.evaluation]})
-
-
-def _normalise(data: Any) -> Any:
-    """Accept the plan shapes models commonly give: a bare list of steps, ``{"skills": [...]}``, ids as strings,
-    and ``id``/``skill_id`` for ``skill``; anything else is left for validation to reject with its reason."""
-    if isinstance(data, list):
-        data = {"steps": data}
-    if isinstance(data, dict) and not data.get("steps") and "no_fit" not in data and "no_skill_needed" not in data:
-        if isinstance(data.get("answer"), str) and data["answer"].strip():
-            direct = {"reason": data.get("reason", ""), "answer": data["answer"]}
-            return {**data, "steps": [], "no_skill_needed": direct}
-        reason = data.get("unmet") or data.get("reason")
-        if reason:
-            data = {**data, "steps": [], "no_fit": {"reason": reason, "missing": data.get("missing", [])}}
-    if isinstance(data, dict) and "steps" not in data and isinstance(data.get("skills"), list):
-        data = {**{k: v for k, v in data.items() if k != "skills"}, "steps": data["skills"]}
-    if isinstance(data, dict) and isinstance(data.get("steps"), list):
-        steps = []
-        for step in data["steps"]:
-            if isinstance(step, str):
-                step = {"skill": step}
-            elif isinstance(step, dict) and "skill" not in step:
-                for key in ("id", "skill_id", "name"):
-                    if key in step:
-                        step = {**{k: v for k, v in step.items() if k != key}, "skill": step[key]}
-                        break
-            steps.append(step)
-        data = {**data, "steps": steps}
-    return data

@@ -64,11 +64,11 @@ def test_several_calls_in_one_reply_are_all_read_in_order() -> None:
     assert [c.name for c in listed.calls] == ["read_ref", "finish"]
 
 
-def test_the_prose_around_calls_is_kept_and_ids_are_deterministic_per_turn() -> None:
+def test_the_words_before_a_call_are_kept_and_ids_are_deterministic_per_turn() -> None:
     content = 'Reading it now.\n```json\n{"name": "read_ref", "arguments": {"path": "a.md"}}\n```\nThen I write.'
     first, again = read_text_calls(content, OFFERED, salt="3"), read_text_calls(content, OFFERED, salt="3")
     later = read_text_calls(content, OFFERED, salt="5")
-    assert first.rest == "Reading it now.\n\nThen I write."
+    assert first.rest == "Reading it now."  # what follows a call is not the model's words (it has not seen a result)
     assert first.calls[0].id == again.calls[0].id != later.calls[0].id
 
 
@@ -188,3 +188,48 @@ def test_what_small_models_get_wrong_in_json_is_read_as_meant(content: str) -> N
     [call] = read_text_calls(content, OFFERED).calls
     assert call.name == "write_artifact"
     assert json.loads(call.arguments) == {"path": "a.md", "text": "# Notes\n\n- one\n"}
+
+
+# --- what follows a call, and look-alikes (issue 31: a real 1.5B model's replies) --------------------------------
+
+CALL = '{"name": "read_ref", "arguments": {"path": "sales.csv"}}'
+
+
+@pytest.mark.parametrize(
+    "after",
+    [
+        '\n```json\n{"name": "sales.csv", "columns": [{"name": "date", "type": "str"}], "rows": 12}\n```',
+        '\n```json\n{"date": {"columns": [{"name": "region"}, {"name": "revenue"\n```',
+        '\n<tool_response>\n{"name": "read_ref", "content": "date,region,revenue"}\n</tool_response>',
+        '\n```\n```',
+        "\n```json\n```\nThe file has 12 rows, 3 columns.",
+        '\nResult: {"ok": true, "text": "date,region,revenue"}',
+    ],
+    ids=["invented-result-with-name", "unreadable-invented-result", "echoed-tool-response", "empty-fence",
+         "empty-fence-then-invented-words", "invented-result-in-prose"],
+)
+def test_a_bare_call_wins_and_what_follows_it_is_neither_run_nor_kept(after: str) -> None:
+    found = read_text_calls("I'll read the data.\n" + CALL + after, OFFERED)
+    assert [(c.name, json.loads(c.arguments)) for c in found.calls] == [("read_ref", {"path": "sales.csv"})]
+    assert found.unread == ()
+    assert found.rest == "I'll read the data."
+
+
+def test_a_readable_call_wins_over_an_unreadable_look_alike_before_it() -> None:
+    found = read_text_calls('{"name": "read_ref", "arguments": {path: a.md}}\n' + CALL, OFFERED)
+    assert [c.name for c in found.calls] == ["read_ref"] and found.unread == ()
+
+
+def test_an_unreadable_call_is_never_named_after_a_key_inside_it() -> None:
+    broken = '```json\n{"tool_input": {"columns": [{"name": "date"}, {"name": "region"\n```'
+    found = read_text_calls(broken, OFFERED)
+    assert found.calls == () and all(u.name != "date" for u in found.unread)
+    data = '```json\n{"rows": [{"name": "date", "arguments": 1}]}\n```'
+    assert read_text_calls(data, OFFERED).unread == ()
+    bare = '{"columns": [{"name": "date", "arguments": [1, 2'
+    assert all(u.name != "date" for u in read_text_calls(bare, OFFERED).unread)
+
+
+@pytest.mark.parametrize("content", ["```\n```", "```json\n```", "  ```\n\n```  "])
+def test_an_empty_fence_is_no_answer(content: str) -> None:
+    assert read_text_calls(content, OFFERED).rest is None
