@@ -45,6 +45,14 @@ class Budgets(_Section):
     """Tokens (as the API reports them) the whole goal may use: plan, every Act, retries, re-plans, the checks."""
     goal_model_calls: int = Field(60, ge=1)
     """Model calls the whole goal may make (replies from the response cache are free)."""
+    count_cached_tokens: bool = True
+    """Token budgets count prompt tokens the server served from its prefix cache (``usage`` reports them as
+    ``cached_tokens``). True suits hosted APIs, which bill them; the local profile sets false, so every token budget
+    is stated in what the server actually processed (a local server spends almost no time on a cached prefix)."""
+
+    def counted(self, tokens_in: int, tokens_out: int, cached_tokens: int) -> int:
+        """The tokens a budget counts for this usage (see ``count_cached_tokens``)."""
+        return tokens_in + tokens_out - (0 if self.count_cached_tokens else min(cached_tokens, tokens_in))
 
 
 class Ceilings(_Section):
@@ -353,7 +361,12 @@ MODEL_PROFILES: dict[str, dict[str, Any]] = {
             "max_tokens": 1024,
             "max_tokens_by_purpose": {"plan": 768, "reflect": 256, "semantic": 512, "answer": 384},
         },
-        "limits": {"time_budget_ms": 2_400_000, "goal_token_budget": 150_000, "goal_model_calls": 40},
+        "limits": {
+            "time_budget_ms": 2_400_000,
+            "goal_token_budget": 150_000,
+            "goal_model_calls": 40,
+            "count_cached_tokens": False,
+        },
         "disclosure": {"act_request_max_tokens": 10_000, "act_keep_recent_results": 3},
         "worker": {"time_limit_margin_s": 900},
     },

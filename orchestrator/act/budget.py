@@ -33,7 +33,8 @@ class BudgetTracker:
 
     @property
     def tokens(self) -> int:
-        return sum(r.tokens_in + r.tokens_out for r in self.records)
+        """Tokens the budgets count (a cached prompt prefix only when ``count_cached_tokens``)."""
+        return sum(self.budgets.counted(r.tokens_in, r.tokens_out, r.cached_tokens) for r in self.records)
 
     @property
     def model_calls(self) -> int:
@@ -78,7 +79,8 @@ class BudgetTracker:
                 "raise limits.time_budget_ms (ORCH_LIMITS__TIME_BUDGET_MS) or use a faster model",
             ),
             "budget_tokens": (
-                f"token budget used up ({self.tokens} of {b.token_budget} tokens reported by the API)",
+                f"token budget used up ({self.tokens} of {b.token_budget} tokens reported by the API"
+                + ("" if b.count_cached_tokens else ", cached prompt prefixes not counted") + ")",
                 "raise limits.token_budget (ORCH_LIMITS__TOKEN_BUDGET) or shorten the skill's documents",
             ),
             "budget_goal": (

@@ -41,7 +41,8 @@ class GoalBudget:
     @classmethod
     def of(cls, state: GoalState, limits: Budgets, *, rerun: int | None = None) -> GoalBudget:
         used = spent(state, rerun=rerun)
-        return cls(limits, tokens=used.tokens_in + used.tokens_out, calls=used.model_calls)
+        return cls(limits, tokens=limits.counted(used.tokens_in, used.tokens_out, used.cached_tokens),
+                   calls=used.model_calls)
 
     @property
     def tokens_left(self) -> int:
@@ -102,6 +103,8 @@ class BudgetedModel:
         self.tokens_in += response.usage.prompt_tokens
         self.tokens_out += response.usage.completion_tokens
         self.calls += not response.cache_hit
-        self.budget.tokens += response.usage.prompt_tokens + response.usage.completion_tokens
+        usage = response.usage
+        self.budget.tokens += self.budget.limits.counted(usage.prompt_tokens, usage.completion_tokens,
+                                                         usage.cached_tokens)
         self.budget.calls += not response.cache_hit
         return response

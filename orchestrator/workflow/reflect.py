@@ -82,7 +82,8 @@ def decide(state: GoalState, selection: SelectionSettings, limits: Budgets) -> D
     calls = state.plan_metrics.model_calls
     if calls >= selection.max_plan_calls:
         return Refused(stuck, f"{calls} of {selection.max_plan_calls} plan calls used")
-    spent = state.plan_metrics.tokens_in + state.plan_metrics.tokens_out
+    plan = state.plan_metrics
+    spent = limits.counted(plan.tokens_in, plan.tokens_out, plan.cached_tokens)
     if spent >= selection.plan_token_budget:
         return Refused(stuck, f"{spent} of {selection.plan_token_budget} plan tokens used")
     return Replan(stuck)

@@ -151,3 +151,23 @@ def test_a_budget_too_small_for_the_plan_fails_the_goal_at_the_plan_naming_the_b
     assert result.status == "failed" and result.error is not None and len(model.calls) == 1
     assert result.error.message == "the goal's budget is spent (1 of 1 model calls used)"
     assert "goal_model_calls" in result.error.next_step and result.artifacts == []
+
+
+def _cached_prefix(messages: list[Message], tools: list[ToolSpec], purpose: Purpose) -> ModelResponse:
+    """``_never_finishes`` on a server that served 900 of every 1,000 prompt tokens from its prefix cache."""
+    response = _never_finishes(messages, tools, purpose)
+    usage = Usage(prompt_tokens=1_000, completion_tokens=100, cached_tokens=900)
+    return response.model_copy(update={"usage": usage})
+
+
+def test_token_budgets_count_only_what_the_server_processed_when_cached_prefixes_are_not_counted(
+    tmp_path: Path,
+) -> None:
+    counted, model = _goal(tmp_path / "a", _cached_prefix, goal_token_budget=1_000)
+    assert counted.status == "unmet" and len(model.calls) == 1  # 1,100 counted tokens: spent by the plan
+
+    processed, model = _goal(tmp_path / "b", _cached_prefix, goal_token_budget=1_000, count_cached_tokens=False)
+    assert processed.status == "unmet" and processed.skills[0].exit_reason == "budget_goal"
+    assert len(model.calls) == 5  # 200 processed tokens a request: the plan and four Act turns reach 1,000
+    assert processed.metrics.cached_tokens == 4_500 and _tokens(processed) == 5_500  # reported apart, not hidden
+    assert any("goal budget spent (1000 of 1000 tokens used)" in note for note in processed.notes)
