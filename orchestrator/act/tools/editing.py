@@ -12,7 +12,7 @@ from pydantic import AliasChoices, Field
 from orchestrator.act.context import ActContext
 from orchestrator.act.tools._base import ToolArgs, ToolOutcome, fail, is_script, tool, violation
 from orchestrator.act.tools.producing import store_in_build
-from orchestrator.act.tools.reading import input_path
+from orchestrator.act.tools.reading import input_path, reading_path
 from orchestrator.act.workspace import clean_build_path
 from orchestrator.errors import PathEscapeError, SandboxError, SkillError
 from orchestrator.prompts import render_prompt, tool_text
@@ -95,7 +95,7 @@ class CopyFileArgs(ToolArgs):
 
 @tool()
 def copy_file(ctx: ActContext, args: CopyFileArgs) -> ToolOutcome:
-    src = args.src.strip().replace("\\", "/").removeprefix("./")
+    src = reading_path(ctx, args.src).replace("\\", "/").removeprefix("./")
     try:
         rel = clean_build_path(args.dest)
     except PathEscapeError as e:

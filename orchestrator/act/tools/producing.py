@@ -25,8 +25,8 @@ from orchestrator.act.tools._base import (
     tool,
     violation,
 )
-from orchestrator.act.tools.reading import input_path, nearest_files
-from orchestrator.act.workspace import BUILD_MOUNTS, clean_build_path
+from orchestrator.act.tools.reading import input_path, nearest_files, reading_path
+from orchestrator.act.workspace import clean_build_path
 from orchestrator.errors import PathEscapeError, SandboxError, SandboxErrorCode, SkillError, ValidationRulesError
 from orchestrator.prompts import render_prompt, tool_text
 from orchestrator.tokens import cut_to_tokens
@@ -217,9 +217,8 @@ def _validate_schema(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
         return fail(render_prompt("errors/validate_nothing"))
     schema: Any = args.schema_
     raw: bytes | None = None
-    if args.path is not None:  # build/ as the sandbox mounts it is build/
-        mount = next((m for m in BUILD_MOUNTS if args.path.strip().startswith(m)), None)
-        args = args.model_copy(update={"path": "build/" + args.path.strip().removeprefix(mount)}) if mount else args
+    if args.path is not None:  # build/ and inputs/ as the sandbox mounts them, a goal input by its bare name
+        args = args.model_copy(update={"path": reading_path(ctx, args.path)})
     if isinstance(schema, str) and not _in_skill(ctx, schema):  # a schema the model guessed: the nearest real files
         nearest = nearest_files(ctx, schema)
         return fail(render_prompt("errors/no_such_file_skill", rel_path=schema, nearest=nearest), nearest=nearest)

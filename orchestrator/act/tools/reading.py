@@ -26,6 +26,7 @@ from orchestrator.act.tools._base import (
     tool,
     violation,
 )
+from orchestrator.act.workspace import BUILD_MOUNTS
 from orchestrator.errors import PathEscapeError, SandboxError, SkillError
 from orchestrator.isolation import Bound, Bounded, run_bounded
 from orchestrator.prompts import render_prompt, tool_text
@@ -132,13 +133,34 @@ def _script_card(ctx: ActContext, rel_path: str) -> ToolOutcome:
 
 
 def tool_path(path: str) -> str:
-    """A path as the tools name it: the sandbox's own mounts (``/skill/…``, ``/inputs/…``), which scripts see and
-    the model is told about, stand for the skill folder and ``inputs/``."""
+    """A path as the tools name it: the sandbox's own mounts (``/skill/…``, ``/inputs/…``, ``/build/…``), which
+    scripts see and the model is told about, stand for the skill folder, ``inputs/`` and ``build/``."""
     path = path.strip()
     if path.startswith(SANDBOX_SKILL_ROOT):
         return path.removeprefix(SANDBOX_SKILL_ROOT) or SKILL_MD
     if path.startswith(SANDBOX_INPUTS):
         return "inputs/" + path.removeprefix(SANDBOX_INPUTS)
+    if (mount := next((m for m in BUILD_MOUNTS if path.startswith(m)), None)) is not None:
+        return "build/" + path.removeprefix(mount)
+    return path
+
+
+def reading_path(ctx: ActContext, path: str) -> str:
+    """What a reading tool reads for ``path``, under every name the prompt gives a file: ``inputs/NAME`` and
+    ``/inputs/NAME`` are the goal's inputs, ``build/…`` and ``/build/…`` the outputs, anything else the skill's
+    file, except a bare name the skill has no file by that is one of the goal's inputs (``sales.csv``)."""
+    path = tool_path(path)
+    clean = path.replace("\\", "/").removeprefix("./")
+    if clean.startswith(("build/", "inputs/")) or not clean or _is_skill_file(ctx, clean):
+        return path
+    root = ctx.deps.request.inputs_dir
+    if root is not None and root.is_dir():
+        try:
+            named = input_path(ctx, "inputs/" + clean)
+        except (PathEscapeError, FileNotFoundError, OSError, ValueError):
+            return path
+        if named.is_file():
+            return "inputs/" + clean
     return path
 
 
@@ -257,7 +279,10 @@ class ReadRefArgs(ToolArgs):
 
 @tool()
 def read_ref(ctx: ActContext, args: ReadRefArgs) -> ToolOutcome:
-    return _read_skill_file(ctx, args.path, full=args.full, window=_Window("read_ref", args.offset))
+    path = reading_path(ctx, args.path)
+    if path.startswith(("build/", "inputs/")):  # the goal's inputs and the outputs read as read_file reads them
+        return read_file(ctx, ReadFileArgs(path=path, offset=args.offset))
+    return _read_skill_file(ctx, path, full=args.full, window=_Window("read_ref", args.offset))
 
 
 class ListFilesArgs(ToolArgs):
@@ -312,7 +337,7 @@ class ReadFileArgs(ToolArgs):
 
 @tool()
 def read_file(ctx: ActContext, args: ReadFileArgs) -> ToolOutcome:
-    path = tool_path(args.path)
+    path = reading_path(ctx, args.path)
     window = _Window("read_file", args.offset, args.limit)
     try:
         if path.startswith("build/"):
@@ -398,7 +423,7 @@ def summarize(ctx: ActContext, args: SummarizeArgs) -> ToolOutcome:
 
 
 def _load_text(ctx: ActContext, path: str) -> str | ToolOutcome:
-    path = tool_path(path)
+    path = reading_path(ctx, path)
     try:
         if path.startswith("build/"):
             return ctx.deps.build.read_file(path).decode("utf-8", errors="replace")
