@@ -20,7 +20,7 @@ from orchestrator.config import Settings
 from orchestrator.errors import BudgetExceeded, WorkflowError
 from orchestrator.logs import get_logger
 from orchestrator.prompts import render_prompt
-from orchestrator.select.index import SkillIndex
+from orchestrator.select.index import SkillIndex, skill_docs
 from orchestrator.select.shortlist import make_shortlist, model_invocable
 from orchestrator.skills.parsed import SkillSummary
 from orchestrator.workflow.budget import BudgetedModel, GoalBudget
@@ -32,6 +32,7 @@ from orchestrator.workflow.request import GoalRequest, check_job_id
 from orchestrator.workflow.runtime import Runtime
 
 _log = get_logger("orchestrator.workflow")
+SUGGESTIONS = 5
 
 
 def new_job_id() -> str:
@@ -117,10 +118,15 @@ def _plan(state: GoalState, rt: Runtime, model: BudgetedModel, feedback: Sequenc
     shortlist = make_shortlist(
         state.request.goal, l1, index, threshold=selection.shortlist_threshold, size=selection.shortlist_size
     )
-    state.candidates = [
-        Suggestion(id=s.id, name=s.name or "", description=(s.description or "")[:300]) for s in shortlist.skills[:5]
-    ]
     by_id = {s.id: s for s in invocable}
+    # Suggestions are ranked by the goal at every library size; a small library is shown to the planner whole, so
+    # it gets a lexical index of its own here (no embedder: a few milliseconds for twenty skills).
+    ranking = index or SkillIndex.build(skill_docs(rt.library, invocable), rt.settings.cache_dir)
+    closest = [by_id[h.id] for h in ranking.search(state.request.goal, k=SUGGESTIONS) if h.id in by_id]
+    state.candidates = [
+        Suggestion(id=s.id, name=s.name or "", description=(s.description or "")[:300])
+        for s in list({s.id: s for s in [*closest, *shortlist.skills]}.values())[:SUGGESTIONS]
+    ]
 
     def search(query: str, exclude: Sequence[str]) -> list[SkillSummary]:
         assert index is not None
