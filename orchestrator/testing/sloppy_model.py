@@ -9,8 +9,11 @@ What it *means* to do comes from intents: the scenario files of the bundled goal
   required argument left out, an argument of the wrong type, single quotes instead of JSON, a runaway reply cut at
   ``max_tokens`` (``finish_reason: length``), a turn of prose or an empty one, a ``<think>`` block that runs away or
   considers a wrong call, a ``finish`` before the outputs exist, build/ written as the sandbox mounts it;
+- what a 1.5B model writes after its call: a fenced result it made up (whose keys include ``name``), the tool's
+  response echoed in ``<tool_response>`` tags, an empty fence;
 - plans and verdicts wrapped in prose or fences, with trailing notes, as Python dicts, after thinking, naming skills
-  by their catalog name, or running away.
+  by their catalog name, or running away; plans with a slide count on every output (``0`` or ``[]`` where it cannot
+  apply), and a plan without skills answered, once told, by a no-fit that repeats the complaint.
 
 The policy is stateless: it reads where the conversation stands from the request itself (the calls already made and
 their results), so retried Acts, re-plans and context packing do not throw it off. Which habit a step shows is fixed
@@ -49,9 +52,13 @@ HABITS = (
     "mount_path",
     "empty",
     "thinking",
+    "invented_result",
+    "echoed_response",
+    "empty_fence",
 )
 """How an Act step may be said; each step shows one (by hash), the right call always comes in the end."""
-PLAN_HABITS = ("runaway", "prose_fence", "trailing_junk", "single_quotes", "skill_names", "thinking", "clean")
+PLAN_HABITS = ("runaway", "prose_fence", "trailing_junk", "single_quotes", "skill_names", "thinking", "clean",
+               "slides_everywhere", "slip_then_echo")
 VERDICT_HABITS = ("prose_fence", "trailing_junk", "python_dict", "clean")
 WRONG_NAMES = {
     "write_artifact": "write_file",
@@ -220,6 +227,14 @@ def _attempts(
         return [SloppyReply(_bare([mounted, *calls[1:]]), habit=habit)]
     if habit == "empty":
         return [SloppyReply("", habit=habit), right]
+    if habit == "invented_result":  # the call, then the result it imagines, in a fence whose keys include "name"
+        made_up = {"name": "result", "columns": [{"name": "date", "type": "str"}], "rows": 3}
+        return [SloppyReply(_bare(calls) + f"\n```json\n{json.dumps(made_up)}\n```", habit=habit)]
+    if habit == "echoed_response":  # the call, then the tool's answer as its chat template would show it
+        echoed = {"name": first["name"], "content": "ok"}
+        return [SloppyReply(_bare(calls) + f"\n<tool_response>\n{json.dumps(echoed)}\n</tool_response>", habit=habit)]
+    if habit == "empty_fence":
+        return [SloppyReply(_bare(calls) + "\n```\n```", habit=habit)]
     if habit == "thinking":  # a reasoning model: thinks past the cap once, then thinks of a wrong call first
         considered = _invented(first, skill) or {"name": WRONG_NAMES.get(first["name"], "guess"), "arguments": {}}
         thought = f"<think>\nShould I call {_one(considered)}? No, the skill says otherwise.\n</think>\n"
@@ -279,8 +294,18 @@ def _plan(messages: list[Mapping[str, Any]], intent: Intent | None, goal: str) -
                            "outputs": [{"path": "result.txt", "kind": "text"}]}],
                 "evaluation": ["the goal is met"]}
     habit = PLAN_HABITS[_hash(goal, "plan") % len(PLAN_HABITS)]
+    if habit == "slip_then_echo" and answered < 2 and plan["steps"]:
+        if answered == 0:  # the steps say what they make but name no skill
+            steps = [{k: v for k, v in step.items() if k != "skill"} for step in plan["steps"]]
+            return SloppyReply(json.dumps({**plan, "steps": steps}), habit=habit)
+        complaint = _text(messages[-1])[:200]  # the runtime's complaint, given back as the reason
+        return SloppyReply(json.dumps({"steps": [], "no_fit": {"reason": complaint}}), habit="plan_echo")
     if answered:
         return SloppyReply(json.dumps(plan), habit="plan_again")
+    if habit == "slides_everywhere":  # the prompt's slide count filled in on every output
+        steps = [{**step, "outputs": [_slides_filled_in(o, i) for i, o in enumerate(step.get("outputs") or [])]}
+                 for step in plan["steps"]]
+        return SloppyReply(json.dumps({**plan, "steps": steps}), habit=habit)
     if habit == "runaway":
         plan = {**plan, "evaluation": [RAMBLE * 300]}
         return SloppyReply(json.dumps(plan, indent=2), habit=habit)
@@ -298,6 +323,14 @@ def _plan(messages: list[Mapping[str, Any]], intent: Intent | None, goal: str) -
         steps = [{**step, "skill": step["skill"].rsplit("/", 1)[-1].replace("-", "_")} for step in plan["steps"]]
         return SloppyReply(json.dumps({**plan, "steps": steps}), habit=habit)
     return SloppyReply(json.dumps(plan), habit=habit)
+
+
+def _slides_filled_in(output: Any, index: int) -> Any:
+    """An output with a slide count whatever its kind: ``1`` on a pdf, ``0`` or ``[]`` on the others."""
+    if not isinstance(output, dict) or output.get("slides"):
+        return output
+    path = str(output.get("path", ""))
+    return {**output, "slides": 1 if path.endswith(".pdf") else 0 if index % 2 else []}
 
 
 def _reflect(goal: str) -> SloppyReply:

@@ -254,7 +254,7 @@ def make_plan(
     )
     tools = [SEARCH_SKILLS] if search is not None else []
     started = time.monotonic()
-    problems = 0
+    problems, allowed = 0, 2
     while outcome.model_calls + outcome.cache_hits < max_calls:
         response = _call(model, messages, tools if len(outcome.searches) < max_searches else [])
         outcome.tokens_in += response.usage.prompt_tokens
@@ -274,13 +274,14 @@ def make_plan(
         if plan is not None and plan.no_fit is not None and not plan.steps and _echoed(plan.no_fit, outcome, known):
             # The runtime's own complaint sent back as the reason no skill fits: a format slip, not a no-fit.
             problem, plan = render_prompt("notes/plan_no_fit_echo", example=PLAN_EXAMPLE), None
+            allowed = 3  # an echo is the model misreading our complaint: one more chance, at most
         if plan is not None:
             outcome.plan = _with_explicit(plan, explicit)
             outcome.duration_ms = int((time.monotonic() - started) * 1000)
             return outcome
         outcome.attempts.append(problem)
         problems += 1
-        if problems >= 2:
+        if problems >= allowed:
             break
         messages += [
             response.as_message(),

@@ -111,12 +111,17 @@ def test_a_no_fit_that_repeats_the_runtimes_complaint_is_not_a_no_fit():
     bad = json_response({"steps": [{"why": "minutes"}]})
     echo = json_response({"steps": [], "no_fit": {
         "reason": "step 0 has no skill: every step needs skill set to one of the catalog's ids"}})
-    model = ScriptedModel([bad, echo], name="small-local-model")
+    model = ScriptedModel([bad, echo, echo], name="small-local-model")
     with pytest.raises(WorkflowError) as caught:
         make_plan("minutes", CATALOG, model)
     assert caught.value.where == "plan" and "small-local-model" in caught.value.message
     assert "skill" not in caught.value.next_step.replace("the skills are not the reason", "")
     assert "repeats the runtime's complaint" in caught.value.data["attempts"][-1]
+    told = model.calls[2].messages[-1].content or ""
+    assert "repeats the runtime's complaint" in told and '"steps": [{"skill"' in told
+
+    fixed = ScriptedModel([bad, echo, json_response({"steps": [{"skill": "meeting-notes"}]})])
+    assert make_plan("minutes", CATALOG, fixed).plan.steps[0].skill == "meeting-notes"
 
 
 def test_a_real_no_fit_after_a_retry_is_still_a_no_fit():
