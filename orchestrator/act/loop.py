@@ -21,6 +21,7 @@ from orchestrator.act.finish import PASSING_EXITS, finalize, finish_attempt
 from orchestrator.act.tools import TOOLS, Finish, PreparedCall, RepeatedRead, ToolOutcome, ToolSet, Violation
 from orchestrator.act.transitions import Continue, Exit, Finished, StepResult, Stopped
 from orchestrator.act.turns import (
+    NOOP_READ_TURNS,
     Run,
     attach_images,
     packed,
@@ -86,7 +87,11 @@ def _turn(run: Run) -> StepResult:
         result = unread_calls(run, response, usage if not response.tool_calls else usage.later())
     if not isinstance(result, Continue):
         return result
-    return progress(run, progressed=any(r.file_ids for r in state.records[first_record:]))
+    records = state.records[first_record:]
+    if records and all(r.ok and r.dedup for r in records) and run.noop_reads < NOOP_READ_TURNS:
+        run.noop_reads += 1  # a re-read answered "already sent" costs nothing: neither progress nor a stall
+        return result
+    return progress(run, progressed=any(r.file_ids for r in records))
 
 
 def _call(run: Run, call: ToolCall, usage: ModelUse) -> StepResult:

@@ -92,3 +92,19 @@ def scrub_source_lines(text: str, source: str, *, placeholder: str = "<script so
 def _contains_source_line(line: str, source_lines: set[str]) -> bool:
     # Node prints the failing source line verbatim; Python 3.11 adds ^^^ markers on a separate line.
     return len(line) >= 12 and any(len(s) >= 12 and s in line for s in source_lines)
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+ECHO_WORDS = 4
+ECHO_SHARE = 0.5
+
+
+def repeats(text: str, said: str) -> bool:
+    """True when ``text`` mostly repeats ``said``: half or more of its runs of ``ECHO_WORDS`` words (case and
+    punctuation aside) are in ``said``. How a model's answer that only echoes the runtime's own words is told from
+    an answer of its own that happens to share a phrase."""
+    mine = _WORD.findall(text.lower())
+    theirs = _WORD.findall(said.lower())
+    runs = {tuple(theirs[i : i + ECHO_WORDS]) for i in range(len(theirs) - ECHO_WORDS + 1)}
+    own = [tuple(mine[i : i + ECHO_WORDS]) for i in range(len(mine) - ECHO_WORDS + 1)]
+    return bool(own) and sum(run in runs for run in own) >= ECHO_SHARE * len(own)

@@ -11,11 +11,13 @@ from pathlib import Path
 from orchestrator.act.budget import BudgetTracker
 from orchestrator.act.context import ActContext
 from orchestrator.act.evidence import ModelUse, log_step, step_record
+from orchestrator.act.hints import next_actions
 from orchestrator.act.memo import canonical_digest
 from orchestrator.act.packing import pack_messages
+from orchestrator.act.text import repeats
 from orchestrator.act.tools import ToolSet
 from orchestrator.act.transitions import Continue, Exit, StepResult, Stopped
-from orchestrator.errors import ModelError
+from orchestrator.errors import ModelError, OrchestratorError
 from orchestrator.llm.image_input import ViewedImage
 from orchestrator.llm.interface import ChatModel, ImagePart, Message, ModelResponse, ToolCall
 from orchestrator.prompts import load_prompt, render_prompt
@@ -25,6 +27,7 @@ NO_PROGRESS_TURNS = 2  # turns without a new or changed artifact before the one 
 STALL_TURNS_AFTER_REFLECT = 4
 CYCLE_REPEATS = 3
 REPEATED_FAILURES = 3  # the same failing call, with nothing changed in build/ meanwhile, ends the Act the 3rd time
+NOOP_READ_TURNS = 2  # turns of only re-reads answered "already sent" that count as no turn at all (then they count)
 
 
 @dataclass
@@ -43,6 +46,7 @@ class Run:
     no_progress: int = 0
     reflected: bool = False
     repeat_reads: int = 0
+    noop_reads: int = 0
     images: list[ViewedImage] = field(default_factory=list)  # view_image results to send after the tool results
     failures: dict[str, int] = field(default_factory=dict)
     """How often each failing call (name, arguments, build/ changes so far) failed."""
@@ -131,8 +135,23 @@ def micro_reflect(run: Run) -> StepResult:
     plan = (response.content or "").strip()[:1200]
     usage = ModelUse(response.usage, int((time.monotonic() - started) * 1000), response.cache_hit)
     log_step(run.ctx, step_record(run.ctx.state.step, "reflect", usage, text=plan[:400]))
-    run.messages.append(Message(role="user", content=render_prompt("act_reflect_note", plan=plan)))
+    if any(repeats(plan, m.content or "") for m in (prompt, *run.messages[-3:]) if m.role != "assistant"):
+        plan = ""  # the runtime's own words given back are no re-plan
+    missing = missing_outputs(run)
+    actions = next_actions(run.ctx.deps.skill.body, missing)
+    note = render_prompt("act_reflect_note", plan=plan, missing=missing, actions=actions)
+    run.messages.append(Message(role="user", content=note))
     return Continue()
+
+
+def missing_outputs(run: Run) -> list[str]:
+    """The expected outputs not in ``build/`` yet (named files only: a glob names no file to make)."""
+    required = [r.path for r in run.ctx.deps.request.expected.rules.required if not r.is_pattern]
+    try:
+        made = {f.path for f in run.ctx.deps.build.list_files()}
+    except OrchestratorError:
+        return required
+    return [path for path in required if path.removeprefix("build/") not in made]
 
 
 def repeated_failure(run: Run, name: str, arguments: str, error: str) -> StepResult:

@@ -21,6 +21,7 @@ from typing import Any, get_args
 
 from pydantic import ValidationError
 
+from orchestrator.act.text import repeats as repeats
 from orchestrator.validate.rules import Kind, kind_conflict, kind_of_extension, slide_counts_apply
 
 MAX_STEPS = 12
@@ -228,14 +229,3 @@ def shape_problem(error: ValidationError, known: list[str]) -> str:
     field = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc).lstrip(".")
     return f"{field}: {first['msg']}; for example {PLAN_EXAMPLE}"
 
-
-_WORD = re.compile(r"[a-z0-9_]+")
-ECHO_WORDS = 4
-
-
-def repeats(text: str, said: str) -> bool:
-    """True when ``text`` repeats ``said``: they share a run of ``ECHO_WORDS`` words (case and punctuation aside)."""
-    mine = _WORD.findall(text.lower())
-    theirs = _WORD.findall(said.lower())
-    runs = {tuple(theirs[i : i + ECHO_WORDS]) for i in range(len(theirs) - ECHO_WORDS + 1)}
-    return any(tuple(mine[i : i + ECHO_WORDS]) in runs for i in range(len(mine) - ECHO_WORDS + 1))

@@ -16,8 +16,9 @@ from pathlib import Path
 from orchestrator.act.act_io import ActRequest, Disclosure
 from orchestrator.act.blackboard import Blackboard
 from orchestrator.act.engine import execute_skill
+from orchestrator.act.hints import next_actions
 from orchestrator.config import Settings
-from orchestrator.errors import BudgetExceeded, WorkflowError
+from orchestrator.errors import BudgetExceeded, SkillError, WorkflowError
 from orchestrator.logs import get_logger
 from orchestrator.prompts import render_prompt
 from orchestrator.select.index import SkillIndex, skill_docs
@@ -230,7 +231,13 @@ def retry_step(state: GoalState, index: int, rt: Runtime) -> None:
     result = state.results[index]
     state.retried.append(index)
     unmet = "; ".join(f"{u.what}: {u.why}" for u in result.unmet)[:600]
-    feedback = [render_prompt("reflect/retry", reason=result.exit_reason, unmet=unmet)]
+    missing = [u.what for u in result.unmet if u.why == "expected output missing"]
+    try:
+        actions = next_actions(rt.library.l2(result.skill_id).text, missing)
+    except SkillError:
+        actions = []
+    feedback = [render_prompt("reflect/retry", reason=result.exit_reason, unmet=unmet, missing=missing,
+                              actions=actions)]
     rt.emit("reflect.retry", job=state.job_id, step=index, skill=result.skill_id)
     state.superseded.append(result)
     act_step(state, index, rt, feedback=feedback)

@@ -10,10 +10,10 @@ import pytest
 from orchestrator.config import load_settings
 from orchestrator.llm.interface import Message, ModelResponse, Purpose, ToolSpec
 from orchestrator.skills.loader import SkillLibrary
-from orchestrator.testing import FunctionModel, json_response
+from orchestrator.testing import FunctionModel, json_response, tool_call_response
 from orchestrator.testing.sandbox import InMemorySandbox
+from orchestrator.workflow.embedded import run_goal
 from orchestrator.workflow.request import GoalRequest
-from orchestrator.workflow.run import run_goal
 from orchestrator.workflow.runtime import Runtime
 
 SKILLS = {
@@ -45,3 +45,37 @@ def test_the_suggestions_are_the_skills_closest_to_the_goal(tmp_path: Path, padd
     assert result.status == "unmet"
     assert result.suggestions[0].id == "zz-meeting-notes"
     assert "closest skills: zz-meeting-notes" in result.unmet[0].next_step
+
+
+NOTES_BODY = """# Notes
+
+1. Read the material.
+2. Write `build/notes.md` with `write_artifact`: a title, then one bullet per decision.
+3. Finish with notes.md as the output.
+"""
+
+
+def test_a_retry_says_what_is_missing_and_the_step_the_skill_gives_for_it(tmp_path: Path) -> None:
+    def model_fn(messages: list[Message], tools: list[ToolSpec], purpose: Purpose) -> ModelResponse:
+        if purpose == "plan":
+            return json_response({"steps": [{"skill": "notes", "outputs": ["notes.md"]}], "evaluation": ["notes"]})
+        if purpose != "act":
+            return json_response({"pass": True, "missing": [], "violations": [], "rationale": "ok"})
+        retried = any("A previous attempt ended" in (m.content or "") for m in messages)
+        if not retried:
+            return tool_call_response("list_files", glob="*")
+        if not any(m.role == "tool" for m in messages):
+            return tool_call_response("write_artifact", path="notes.md", text="# Notes\n- A\n")
+        return tool_call_response("finish", summary="written", outputs=["build/notes.md"])
+
+    folder = tmp_path / "skills" / "notes"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text("---\nname: notes\ndescription: Write notes.md.\n---\n" + NOTES_BODY)
+    model = FunctionModel(model_fn)
+    rt = Runtime(settings=load_settings(cache_dir=tmp_path / "cache"), model=model,
+                 library=SkillLibrary(tmp_path / "skills"), sandbox=InMemorySandbox())
+    result = run_goal(GoalRequest(goal="write the notes"), tmp_path / "out", rt)
+
+    assert result.status == "done" and result.skills[0].status == "done"
+    retry = next(m.content or "" for c in model.calls for m in c.messages if "A previous attempt" in (m.content or ""))
+    assert "Still to make: notes.md. The skill says: Write build/notes.md with write_artifact" in retry
