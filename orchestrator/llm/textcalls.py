@@ -82,7 +82,7 @@ def read_text_calls(content: str, offered: Collection[str], *, cut: bool = False
             break
         taken.append(block)
     digest = hashlib.sha256(f"{salt}\x00{content}".encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    found = [c for b in taken for c in b.calls][:MAX_CALLS]
+    found = list(dict.fromkeys(c for b in taken for c in b.calls))[:MAX_CALLS]  # a call written twice is one call
     calls = tuple(ToolCall(id=f"call_t{digest}_{i}", name=n, arguments=a) for i, (n, a) in enumerate(found))
     before = _blanked(text[: blocks[first].start], [(b.start, b.end) for b in blocks[:first]])
     return TextCalls(calls=calls, rest=_said(before))

@@ -233,3 +233,8 @@ def test_an_unreadable_call_is_never_named_after_a_key_inside_it() -> None:
 @pytest.mark.parametrize("content", ["```\n```", "```json\n```", "  ```\n\n```  "])
 def test_an_empty_fence_is_no_answer(content: str) -> None:
     assert read_text_calls(content, OFFERED).rest is None
+
+
+def test_a_call_written_twice_in_a_row_is_one_call() -> None:
+    found = read_text_calls(CALL + "\n```json\n" + CALL + "\n```", OFFERED)
+    assert [c.name for c in found.calls] == ["read_ref"]
