@@ -39,6 +39,7 @@ PLAN_EXAMPLE = (
     '{"steps": [{"skill": "<skill id from the catalog>", "why": "<short>", "expected": "<what it makes>", '
     '"outputs": [{"path": "result.json", "kind": "json"}]}], "evaluation": ["<what makes it good>"]}'
 )
+ANSWER_EXAMPLE = '{"steps": [], "no_skill_needed": {"reason": "<why no skill is needed>", "answer": "<the answer>"}}'
 NO_FIT_EXAMPLE = '{"steps": [], "no_fit": {"reason": "<why no skill fits>", "missing": ["<what a skill would do>"]}}'
 
 
@@ -221,6 +222,8 @@ def shape_problem(error: ValidationError, known: list[str]) -> str:
         )
     if not loc and first["type"] in ("model_type", "model_attributes_type", "dict_type"):
         return f"the answer is not a JSON object; answer with an object like {PLAN_EXAMPLE}"
+    if not loc and "answer" in first["msg"]:  # a no_skill_needed without its answer
+        return f"{first['msg'].removeprefix('Value error, ')}; for example {ANSWER_EXAMPLE}"
     if not loc:
         return (
             "the plan has no step and no no_fit: give at least one step whose \"skill\" is one of the catalog's ids "
