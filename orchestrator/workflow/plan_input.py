@@ -222,7 +222,7 @@ def shape_problem(error: ValidationError, known: list[str]) -> str:
         )
     if not loc and first["type"] in ("model_type", "model_attributes_type", "dict_type"):
         return f"the answer is not a JSON object; answer with an object like {PLAN_EXAMPLE}"
-    if not loc and "answer" in first["msg"]:  # a no_skill_needed without its answer
+    if not loc and "needs the answer" in first["msg"]:  # a no_skill_needed without its answer
         return f"{first['msg'].removeprefix('Value error, ')}; for example {ANSWER_EXAMPLE}"
     if not loc:
         return (
