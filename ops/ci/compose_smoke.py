@@ -19,6 +19,7 @@ name, ``openai:NAME``) or ``SMOKE_MODEL=inprocess`` (``scripted:PATH``, a scenar
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import json
 import os
@@ -193,6 +194,38 @@ def check_jobs(
     return problems
 
 
+def producer_env(env: dict[str, str], api_port: int) -> dict[str, str]:
+    """A producer's environment: the API's URL and a key of its own from ``keys create``, no Redis credentials."""
+    base = f"http://127.0.0.1:{api_port}"
+    wait_for("the API", lambda: http_get(f"{base}/healthz", None)[0] == 200, 120)
+    created = json.loads(run([PY, "-m", "orchestrator", "keys", "create", "smoke-producer", "--json"], env=env))
+    key = str(created["key"])
+    hide(key)
+    producer = {k: v for k, v in env.items() if k not in {"ORCH_BROKER_URL", "ORCH_REDIS_PASSWORD"}}
+    producer.update({"ORCH_API_URL": base, "ORCH_API_KEY": key})
+    return producer
+
+
+def check_download(producer: dict[str, str], job_id: str, output_root: Path, into: Path) -> list[str]:
+    """``jobs ID --download DIR`` through the API brings back the job's files, byte for byte as the worker wrote."""
+    run([PY, "-m", "orchestrator", "jobs", job_id, "--download", str(into)], env=producer)
+    def digest(path: Path) -> str:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+
+    written = [p for p in (output_root / job_id).rglob("*") if p.is_file()]
+    fetched = [p for p in into.rglob("*") if p.is_file()]
+    got = {digest(p) for p in fetched}
+    problems = [
+        f"download of {job_id} through the API lacks {p.relative_to(output_root)} (or its bytes differ)"
+        for p in written
+        if digest(p) not in got
+    ]
+    if not written:
+        problems.append(f"job {job_id} wrote no files to download")
+    say(f"downloaded {len(fetched)} files of {job_id} through the API with a producer key")
+    return problems
+
+
 def check_repeat(env: dict[str, str], line: dict[str, Any], job_id: str) -> list[str]:
     """The goal of ``line`` submitted again ends done, its model replies answered from the response cache."""
     again = {**line, "job_id": job_id}
@@ -356,7 +389,7 @@ def main() -> int:
     run_id = f"smoke-{int(time.time())}-{secrets.token_hex(2)}"
     workdir = Path(tempfile.mkdtemp(prefix="compose-smoke-", dir=os.environ.get("SMOKE_TMP")))
     compose = compose_command()
-    redis_port, flower_port = free_port(), free_port()
+    redis_port, flower_port, api_port = free_port(), free_port(), free_port()
     output_root = workdir / "out"
     cache_dir = workdir / "cache"
     cache_dir.mkdir(mode=0o700)
@@ -373,6 +406,7 @@ def main() -> int:
         "COMPOSE_PROJECT_NAME": run_id.replace("-", ""),
         "ORCH_REDIS_PORT": str(redis_port),
         "ORCH_FLOWER_PORT": str(flower_port),
+        "ORCH_API_PORT": str(api_port),
         "ORCH_FLOWER_AUTH": auth,
         "ORCH_REDIS_PASSWORD": password,
         "ORCH_BROKER_URL": f"redis://:{password}@127.0.0.1:{redis_port}/0",
@@ -392,6 +426,9 @@ def main() -> int:
         wait_for("Flower", lambda: http_get(f"{base}/api/workers", auth)[0] == 200, 120)
         if problems := check_redis_auth(redis_port, password):
             raise SmokeFailure("; ".join(problems))
+        # The producer's path: a key made by the operator, then submit, jobs and --download through the API only
+        # (no Redis URL in the producer's environment).
+        producer = producer_env(env, api_port)
         lines = goal_lines(run_id, mode)
         failing = failing_line(run_id)
         goals = workdir / "goals.jsonl"
@@ -400,14 +437,15 @@ def main() -> int:
         summary = json.loads(
             run(
                 [PY, "-m", "orchestrator", "submit", str(goals), "--wait", "--json"],
-                env=env,
+                env=producer,
                 timeout=WAIT_S,
                 check=False,
             )
         )
         say(f"batch of {len(lines)} goals finished in {time.monotonic() - submitted:.1f} s")
         job_ids = [line["job_id"] for line in lines]
-        problems = check_jobs(env, lines, summary, output_root)
+        problems = check_jobs(producer, lines, summary, output_root)
+        problems += check_download(producer, lines[0]["job_id"], output_root, workdir / "download")
         failed = next((j for j in summary.get("jobs") or [] if j["job_id"] == failing["job_id"]), {})
         if failed.get("state") != "failed" or not failed.get("reason"):
             problems.append(f"job {failing['job_id']} did not end failed with a reason: {failed}")
