@@ -51,10 +51,20 @@ def test_compose_refuses_to_start_without_the_host_settings(tmp_path: Path) -> N
     assert "compose env --write" in done.stderr
 
 
-def test_the_file_has_no_version_key_and_only_the_four_services(config: dict) -> None:
+def test_the_file_has_no_version_key_and_only_the_five_services(config: dict) -> None:
     raw = yaml.safe_load((ROOT / "compose.yaml").read_text())
     assert "version" not in raw  # the Compose Specification: read by v2 and by 1.27+
-    assert set(config["services"]) == {"redis", "worker", "flower", "scripted-llm"}
+    assert set(config["services"]) == {"redis", "api", "worker", "flower", "scripted-llm"}
+
+
+def test_the_api_reads_the_output_root_read_only_and_holds_no_docker_socket(config: dict, host_env: dict) -> None:
+    api = config["services"]["api"]
+    mounts = {v.split(":")[0]: v.split(":")[1:] for v in api["volumes"]}
+    root = host_env["ORCH_OUTPUT_ROOT"]
+    assert mounts[root] == [root, "ro"]
+    assert host_env["ORCH_DOCKER_SOCKET"] not in mounts
+    published = [str(port) for port in api["ports"]]
+    assert any("127.0.0.1" in port and "8400" in port for port in published), published
 
 
 def test_workers_see_skills_cache_and_output_root_at_the_host_paths(config: dict, host_env: dict) -> None:
@@ -123,6 +133,7 @@ def test_every_app_service_uses_the_one_locally_built_app_image(config: dict) ->
     images = {name: svc["image"] for name, svc in config["services"].items()}
     assert images == {
         "redis": "orchestrator-redis:latest",
+        "api": "orchestrator-app:latest",
         "worker": "orchestrator-app:latest",
         "flower": "orchestrator-app:latest",
         "scripted-llm": "orchestrator-app:latest",
