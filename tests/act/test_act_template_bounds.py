@@ -55,7 +55,9 @@ def test_the_act_time_budget_holds_while_a_template_renders(write_skill, skills_
     assert time.monotonic() - started < 20
     assert result.exit_reason == "budget_time"
     errors = [r.error or "" for r in result.evidence_summary if r.tool == "template_expand"]
-    assert "template spin.j2 failed" in errors[0] and "time budget" in errors[1]
+    assert "template spin.j2 failed" in errors[0]
+    # the second starts with what is left of the budget (nothing, or a few ms in which it meets its memory bound)
+    assert "not rendered: the Act's time budget is used up" in errors[1] or "template huge.j2 failed" in errors[1]
 
 
 def test_a_yaml_alias_bomb_given_to_validate_stops_within_the_act_time_budget(write_skill, skills_root, settings,

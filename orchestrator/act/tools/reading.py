@@ -90,8 +90,7 @@ def _send_text(
                 "summary": summary,
                 "note": render_prompt("notes/digest_shown"),
             },
-            disclosure=level,
-            effect=RepeatedRead(path),
+            disclosure=level,  # the first showing in this run: a read like any other, not a re-read
         )
     shown = page.text
     if page.next_offset is not None:
