@@ -44,6 +44,8 @@ def judge(state: GoalState, rt: Runtime) -> GoalResult:
         result = _answered_result(state)
     else:
         result = _no_fit_result(state)
+    if (note := _model_blamed(result, rt.model.name)) is not None:
+        result.notes.append(note)
     return respond(result, model, state.request.response or rt.settings.supervisor.response)
 
 
@@ -64,6 +66,21 @@ def _answered_result(state: GoalState) -> GoalResult:
     result = build_result(state, report)
     result.status = "done"
     return result
+
+
+MODEL_EXITS = frozenset({"stalled", "validation_failed", "budget_tool_calls", "budget_tokens", "budget_time",
+                         "budget_goal"})
+"""Exits that say the model could not finish a skill that had what it needed (no missing reference, no sandbox
+failure): the goal's note names the model as the reason."""
+
+
+def _model_blamed(result: GoalResult, model_name: str) -> str | None:
+    """A note naming the model when every unfinished step of an unmet goal ended for the model's own reasons."""
+    unfinished = [r for r in result.skills if r.status != "done"]
+    if result.status != "unmet" or not unfinished or any(r.exit_reason not in MODEL_EXITS for r in unfinished):
+        return None
+    steps = "; ".join(f"{r.skill_id} ({r.exit_reason})" for r in unfinished)
+    return f"not finished because of the model {model_name}: {steps}; a stronger model may finish it"
 
 
 def _no_fit_result(state: GoalState) -> GoalResult:

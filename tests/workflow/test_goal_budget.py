@@ -171,3 +171,10 @@ def test_token_budgets_count_only_what_the_server_processed_when_cached_prefixes
     assert len(model.calls) == 5  # 200 processed tokens a request: the plan and four Act turns reach 1,000
     assert processed.metrics.cached_tokens == 4_500 and _tokens(processed) == 5_500  # reported apart, not hidden
     assert any("goal budget spent (1000 of 1000 tokens used)" in note for note in processed.notes)
+
+
+def test_a_goal_the_model_cannot_finish_names_the_model_as_the_reason(tmp_path: Path) -> None:
+    result, _ = _goal(tmp_path, _stalls, goal_model_calls=20)
+
+    assert result.status == "unmet" and result.skills[0].exit_reason == "stalled"
+    assert any(n.startswith("not finished because of the model function-model: notes (stalled)") for n in result.notes)
