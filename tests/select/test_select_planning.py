@@ -354,15 +354,19 @@ def test_no_second_plan_when_the_goal_has_no_plan_budget_left(skills_root, tmp_p
     state = _stuck_state(skills_root, tmp_path, settings)
     result = drive(state, phases.Reflect(), rt)
     assert [c.purpose for c in model.calls if c.purpose == "plan"] == []
-    assert result.status == "unmet" and result.notes == []  # re-planning is switched off, not refused
+    assert result.status == "unmet"  # re-planning is switched off, not refused: the one note names the model
+    assert result.notes == ["not finished because of the model function-model: meeting-notes (validation_failed); "
+                            "a stronger model may finish it"]
     settings = load_settings(selection={"plan_token_budget": 1000})
     state = _stuck_state(skills_root, tmp_path, settings)
     state.plan_metrics.tokens_in = 1000
     result = drive(state, phases.Reflect(), Runtime(settings=settings, model=model, library=SkillLibrary(skills_root)))
     assert [c.purpose for c in model.calls if c.purpose == "plan"] == [] and result.status == "unmet"
-    assert result.notes == [
+    assert result.notes[0] == (
         "not re-planned after step 1 (meeting-notes) stayed unmet: plan budget spent (1000 of 1000 plan tokens used)"
-    ]
+    )
+    assert result.notes[1:] == ["not finished because of the model function-model: meeting-notes "
+                                "(validation_failed); a stronger model may finish it"]
     assert result.replans == [] and result.plan_calls == 0
 
 
