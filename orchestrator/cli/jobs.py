@@ -72,7 +72,7 @@ def worker(
     from orchestrator.worker.names import STANDBY_QUEUE
 
     # The worker starts on a queue nobody sends to; it adds the orchestrator's queue once its checks pass
-    # (Docker engine, sandbox image, model server, skills folder: orchestrator/workflow/readiness.py).
+    # (Docker engine, sandbox image, model server, skills folder: orchestrator/worker/readiness.py).
     argv = ["worker", f"--loglevel={loglevel}", "-Q", STANDBY_QUEUE]
     if concurrency is not None:
         argv.append(f"--concurrency={concurrency}")

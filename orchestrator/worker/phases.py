@@ -30,15 +30,16 @@ from orchestrator.worker.bookkeeping import (
     saved_state,
     scripts_s,
 )
+from orchestrator.worker.containers import kill_job_containers
 from orchestrator.worker.heartbeat import Heartbeat
 from orchestrator.worker.ledger import Acquire, JobRecord, LeaseLost, Ledger
+from orchestrator.worker.readiness import is_environment_error
 from orchestrator.worker.tenancy import library_root, scenario_file
 from orchestrator.worker.time_limits import SoftLimitReached, soft_limit_interrupts
 from orchestrator.workflow import phases
 from orchestrator.workflow.goal import Checkpoint
 from orchestrator.workflow.machine import advance
 from orchestrator.workflow.phases import Phase
-from orchestrator.workflow.readiness import is_environment_error
 from orchestrator.workflow.request import check_job_id
 from orchestrator.workflow.runtime import RuntimeSource, RuntimeSpec
 
@@ -83,9 +84,11 @@ class PhaseContext:
     """Stop this worker taking work until its readiness checks pass again."""
     stopping: Callable[[], bool] = lambda: False
     """This worker is stopping (SIGTERM, a warm shutdown): a running phase is handed back, not run to its end."""
+    remove_containers: Callable[[Settings, str], int] = kill_job_containers
+    """How the job's sandbox containers are removed (tests of the drivers, with no sandbox, give their own)."""
 
     def kill_containers(self, job_id: str) -> int:
-        return self.runtimes.kill_containers(self.settings, job_id)
+        return self.remove_containers(self.settings, job_id)
 
 
 def run_phase(pc: PhaseContext, job_id: str, phase_token: str) -> str:

@@ -22,6 +22,7 @@ from orchestrator.config import Settings
 from orchestrator.logs import configure_logging, get_logger, mask_secrets
 from orchestrator.tracing import configure_tracing
 from orchestrator.worker.celery_app import app
+from orchestrator.worker.containers import kill_job_containers
 from orchestrator.worker.dispatch import enqueue_phase
 from orchestrator.worker.export import export_files
 from orchestrator.worker.heartbeat import Sweeper
@@ -29,8 +30,8 @@ from orchestrator.worker.jobfiles import mark_cancelled
 from orchestrator.worker.ledger import TERMINAL, Ledger
 from orchestrator.worker.names import QUEUE
 from orchestrator.worker.phases import PhaseBusy, PhaseContext, job_ended, run_phase
+from orchestrator.worker.readiness import missing
 from orchestrator.workflow import phases
-from orchestrator.workflow.readiness import missing
 from orchestrator.workflow.runtime import Runtimes
 
 log = get_logger("orchestrator.worker")
@@ -69,11 +70,6 @@ def _runtimes() -> Runtimes:
             _process[key] = Runtimes(keep_models=True)
         runtimes: Runtimes = _process[key]
         return runtimes
-
-
-def kill_job_containers(settings: Settings, job_id: str) -> int:
-    """Remove the job's sandbox containers (0 when no Docker engine is reachable from this worker)."""
-    return _runtimes().kill_containers(settings, job_id)
 
 
 def _ledger() -> Ledger:

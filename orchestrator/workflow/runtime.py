@@ -35,8 +35,6 @@ from orchestrator.llm.scenario_server import ScenarioServer, start_scenario_serv
 from orchestrator.logs import get_logger
 from orchestrator.sandbox.backend import SandboxBackend
 from orchestrator.sandbox.docker import SandboxRunner
-from orchestrator.sandbox.engine import connect
-from orchestrator.sandbox.reaper import remove_job_resources
 from orchestrator.skills.loader import RUNTIME_WORK_DIRS, SkillLibrary
 from orchestrator.skills.read_cache import ReadCache
 from orchestrator.skills.versions import SkillVersion, skill_versions
@@ -151,8 +149,6 @@ class RuntimeSource(Protocol):
 
     def open(self, spec: RuntimeSpec) -> AbstractContextManager[Runtime]: ...
 
-    def kill_containers(self, settings: Settings, job_id: str) -> int: ...
-
 
 class Runtimes:
     """The runtime factory of a process. ``keep_models``: scripted model servers outlive a goal (a worker serves
@@ -241,18 +237,6 @@ class Runtimes:
                 self._models.pop(key, None)
             _close(entry)  # a model that broke mid-phase is not reused
             raise
-
-    def kill_containers(self, settings: Settings, job_id: str) -> int:
-        """Remove the sandbox containers of ``job_id`` (0 when no Docker engine is reachable from here)."""
-        try:
-            client = connect(timeout_s=30)
-            try:
-                return remove_job_resources(client, settings.sandbox.label_prefix, job_id)
-            finally:
-                client.close()
-        except Exception as e:  # noqa: BLE001 - clean-up is best effort; the reaper catches what is left
-            _log.warning("runtime.kill_containers_failed", job=job_id, error=str(e))
-            return 0
 
     def close(self) -> None:
         with self._lock:

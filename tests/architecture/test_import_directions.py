@@ -52,7 +52,10 @@ SKIPS: dict[tuple[str, str], str] = {
     ("cli", "validate"): "`validate` checks an output folder on its own",
     ("cli", "llm"): "`scripted-llm`/`record-llm` serve and record models on their own; `validate --model` asks one",
     ("workflow", "llm"): "the runtime factory opens the model and the planner asks it (the Act is not involved)",
-    ("workflow", "sandbox"): "the runtime factory builds the sandbox runner; readiness pings the engine",
+    ("workflow", "sandbox"): "the runtime factory builds the sandbox runner the Act's tools run in",
+    ("worker", "sandbox"): "readiness pings the engine and looks up the images; a job's containers are removed",
+    ("worker", "llm"): "readiness asks the worker's model server which models it serves (GET /models)",
+    ("worker", "skills"): "readiness checks the worker's skills folder holds a skill",
     ("workflow", "skills"): "the runtime opens the skills library; results name skill versions",
     ("workflow", "select"): "the planner shortlists skills before any Act",
     ("workflow", "validate"): "Reflect validates the goal's whole output; plans state expected outputs as rules",
@@ -116,10 +119,23 @@ def test_every_exception_has_a_reason_and_is_still_needed():
     assert not stale, f"exceptions nothing needs any more (remove them): {stale}"
 
 
+WORKER_ENVIRONMENT = {"orchestrator/worker/readiness.py", "orchestrator/worker/containers.py"}
+"""The worker's own environment (is this machine able to run phases; the job's containers on its engine): the only
+modules of the worker that reach below the workflow, and only to the layers ``SKIPS`` names for the worker."""
+
+
+def _worker_below_the_workflow(edges: list[tuple[str, str, str]]) -> list[str]:
+    """Where a worker module other than the environment's reaches below the workflow."""
+    return [
+        where
+        for area, target, where in edges
+        if area == "worker" and target not in {"workflow", *BASE} and where.rsplit(":", 1)[0] not in WORKER_ENVIRONMENT
+    ]
+
+
 def test_the_worker_is_a_shell_over_the_workflow():
-    reached = {target for area, target, _ in _edges() if area == "worker"}
-    assert reached <= {"workflow", *BASE}, reached
-    assert not [key for key in SKIPS if key[0] == "worker"]
+    assert not _worker_below_the_workflow(_edges()), f"only {sorted(WORKER_ENVIRONMENT)} reach below the workflow"
+    assert {key[1] for key in SKIPS if key[0] == "worker"} == {"sandbox", "llm", "skills"}
 
 
 def test_nothing_in_the_package_imports_the_test_fakes():
@@ -132,7 +148,11 @@ def test_the_rules_can_fail_on_an_upward_import_and_on_a_skip_without_a_reason(t
     bad.write_text("from orchestrator.workflow.embedded import run_goal\nimport orchestrator.cli\n")
     assert {area for area, _ in _imported_areas(bad)} == {"workflow", "cli"}
     assert not _allowed("act", "workflow") and not _allowed("workflow", "cli")
-    assert not _allowed("worker", "sandbox") and not _allowed("worker", "llm")  # no skipping to the bottom
+    assert not _allowed("worker", "act") and not _allowed("worker", "validate")  # no skipping to the bottom
+    assert _worker_below_the_workflow([("worker", "sandbox", "orchestrator/worker/tasks.py:3")]) == [
+        "orchestrator/worker/tasks.py:3"
+    ]
+    assert not _worker_below_the_workflow([("worker", "sandbox", "orchestrator/worker/readiness.py:3")])
     assert not _allowed("cli", "act")  # a skip nobody gave a reason for
     assert _allowed("workflow", "act") and _allowed("worker", "config")
 

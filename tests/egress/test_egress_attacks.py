@@ -321,7 +321,7 @@ def test_the_reaper_removes_the_network_of_a_dead_owner(egress_runner, docker_cl
 
 
 def test_a_worker_with_grants_is_not_ready_without_the_proxy_image(docker_client, sandbox_image, tmp_path):
-    from orchestrator.workflow.readiness import _docker_problems
+    from orchestrator.worker.readiness import _docker_problems
 
     grant = {"library": "default", "hosts": [GRANTED]}
     settings = load_settings(

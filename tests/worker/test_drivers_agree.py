@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from worker_helpers import RedisServer
 
-from orchestrator.config import Settings, load_settings
+from orchestrator.config import load_settings
 from orchestrator.errors import ModelError, ModelErrorCode, SandboxError, SandboxErrorCode
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.testing import FunctionModel, ScriptedModel, json_response, tool_call_response
@@ -74,9 +74,6 @@ class FakeRuntimes:
     def open(self, spec: RuntimeSpec) -> Iterator[Runtime]:
         yield self.rt
 
-    def kill_containers(self, settings: Settings, job_id: str) -> int:
-        return 0
-
 
 @pytest.fixture(scope="module")
 def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RedisServer]:
@@ -101,7 +98,7 @@ def _through_a_worker(tmp_path: Path, skills: Path, redis_server: RedisServer) -
     queued = ["plan"]
     context = PhaseContext(
         settings=settings, ledger=ledger, worker="w1", enqueue=lambda record, phase: queued.append(phase),
-        runtimes=FakeRuntimes(rt),
+        runtimes=FakeRuntimes(rt), remove_containers=lambda settings, job_id: 0,
     )
     ran = []
     while queued:
@@ -152,7 +149,7 @@ def _worker_job(tmp_path: Path, skills: Path, redis_server: RedisServer, model: 
     queued = ["plan"]
     context = PhaseContext(
         settings=settings, ledger=ledger, worker="w1", enqueue=lambda record, phase: queued.append(phase),
-        runtimes=FakeRuntimes(rt),
+        runtimes=FakeRuntimes(rt), remove_containers=lambda settings, job_id: 0,
     )
     outcomes = []
     while queued:
@@ -218,7 +215,7 @@ def test_a_goal_out_of_its_budget_ends_unmet_the_same_through_run_and_a_worker(
     worker_rt = Runtime(settings=settings, model=model, library=SkillLibrary(skills), sandbox=InMemorySandbox({}))
     queued = ["plan"]
     context = PhaseContext(settings=settings, ledger=ledger, worker="w1", runtimes=JobSettingsRuntimes(worker_rt),
-                           enqueue=lambda record, phase: queued.append(phase))
+                           enqueue=lambda record, phase: queued.append(phase), remove_containers=lambda s, j: 0)
     ran = []
     while queued:
         ran.append(queued.pop(0))
