@@ -393,6 +393,8 @@ def main() -> int:
     output_root = workdir / "out"
     cache_dir = workdir / "cache"
     cache_dir.mkdir(mode=0o700)
+    worker_env = workdir / "worker.env"  # the worker's own settings (no grants here): the checkout's is not read
+    worker_env.touch(mode=0o600)
     # The host settings and a fresh Redis password and Flower login, as `compose env --write` puts them in .env
     host_env = json.loads(
         run([PY, "-m", "orchestrator", "compose", "env", "--output-root", str(output_root), "--json"])
@@ -412,6 +414,7 @@ def main() -> int:
         "ORCH_BROKER_URL": f"redis://:{password}@127.0.0.1:{redis_port}/0",
         "ORCH_OUTPUT_ROOT": str(output_root),
         "ORCH_CACHE_DIR": str(cache_dir),
+        "ORCH_WORKER_ENV_FILE": str(worker_env),
     }
     stack_up = False
     try:

@@ -7,6 +7,11 @@ runs as (the host user, so results belong to them) and the Docker socket's group
 engine) differ per machine; this module computes them. Both ``docker compose`` and ``docker-compose`` 1.29 read
 ``.env`` from the project folder.
 
+The workers' own settings that hold secrets — the egress grants (``ORCH_EGRESS``) and the granted secrets' values
+(``ORCH_SECRET_<NAME>``) — are not in ``.env`` (every service would see them) but in the file
+``ORCH_WORKER_ENV_FILE`` names (``.env.worker`` by default, made empty and owner-only by :func:`write`), which
+compose hands to the worker service alone (``env_file``).
+
 It also holds the stack's two secrets: the Redis password and Flower's login. They are generated at random the
 first time (never a fixed default) and kept as they are on every rewrite, so a running stack and its producers
 keep working; the file is written owner-only (``0600``).
@@ -31,6 +36,14 @@ _SAFE_VALUE = re.compile(r"^[A-Za-z0-9_./:@+=,-]*$")
 _PASSWORD = re.compile(r"^[A-Za-z0-9_.~-]{16,200}$")
 """A Redis password goes into URLs and a config line unquoted: URL-unreserved characters only, 16 at least."""
 _FLOWER_LOGIN = re.compile(r"^[A-Za-z0-9_.-]{1,64}:[A-Za-z0-9_.~-]{12,200}$")
+WORKER_ENV_NAME = ".env.worker"
+WORKER_ENV_HEADER = """\
+# The compose worker's own settings (compose.yaml: env_file of the worker service only), owner-only.
+# NAME=value lines, e.g. the egress grants (one line of JSON) and each granted secret's value:
+#   ORCH_EGRESS={"grants": [{"library": "default", "hosts": ["api.example.com"],
+#                "secrets": {"API_TOKEN": {"host": "api.example.com"}}}]}     (all on one line)
+#   ORCH_SECRET_API_TOKEN=the-value
+"""
 RETIRED_DEFAULTS = {"ORCH_FLOWER_AUTH": {"admin:orchestrator"}}
 """Values that were once fixed defaults: an .env still holding one gets a random value instead."""
 
@@ -51,6 +64,8 @@ class HostEnv(BaseModel):
     """Redis requires it (``requirepass``); workers and Flower reach Redis with it."""
     ORCH_FLOWER_AUTH: str
     """Flower's basic-auth login, ``user:password``."""
+    ORCH_WORKER_ENV_FILE: str
+    """The worker service's ``env_file``: ``ORCH_EGRESS``, ``ORCH_SECRET_<NAME>`` and other worker-only settings."""
 
     def lines(self) -> list[str]:
         return [f"{name}={value}" for name, value in self.model_dump().items()]
@@ -143,6 +158,9 @@ def compute(
             next_step="start dockerd (bash ops/setup.sh) and run this again",
         ) from e
     output = (output_root or root / "out" / "jobs").resolve()
+    worker_env = Path((existing or {}).get("ORCH_WORKER_ENV_FILE") or root / WORKER_ENV_NAME).expanduser()
+    if not worker_env.is_absolute():
+        worker_env = root / worker_env
     cache = cache_dir.expanduser().resolve()
     for folder in (output, cache):
         folder.mkdir(parents=True, exist_ok=True)
@@ -156,6 +174,7 @@ def compute(
         ORCH_GID=os.getgid(),
         DOCKER_GID=socket_gid,
         ORCH_DOCKER_SOCKET=str(socket),
+        ORCH_WORKER_ENV_FILE=str(worker_env),
         **stack_secrets(existing or {}),
     )
     for name, value in env.model_dump().items():
@@ -170,7 +189,8 @@ def compute(
 
 def write(env: HostEnv, path: Path) -> None:
     """Write ``.env`` owner-only, keeping lines a person added (``ORCH_REDIS_PORT=...``); a foreign file is never
-    touched. Pass the file's current values to :func:`compute` first, so its secrets are kept."""
+    touched. Pass the file's current values to :func:`compute` first, so its secrets are kept. The worker's env
+    file is made (empty, owner-only) when it does not exist; an existing one is never changed."""
     kept: list[str] = []
     if path.exists():
         previous = path.read_text(encoding="utf-8", errors="replace").splitlines()
@@ -187,3 +207,20 @@ def write(env: HostEnv, path: Path) -> None:
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         os.fchmod(fh.fileno(), 0o600)  # an older .env may have been world-readable
         fh.write(text)
+    ensure_worker_env(Path(env.ORCH_WORKER_ENV_FILE))
+
+
+def ensure_worker_env(path: Path) -> None:
+    """Create the worker's env file (comments only, ``0600``) unless it exists: compose refuses a missing one."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return
+    except OSError as e:
+        raise DeployError(
+            f"cannot create the worker's env file {path}: {e.strerror or e}",
+            where="compose:env",
+            next_step="set ORCH_WORKER_ENV_FILE in .env to a file the worker service may read",
+        ) from e
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(WORKER_ENV_HEADER)

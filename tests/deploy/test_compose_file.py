@@ -32,9 +32,20 @@ def compose_config(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedP
     )
 
 
+GRANTS = (
+    '{"grants": [{"library": "default", "skill": "forecast", "hosts": ["api.example.com:8443"], "secrets": '
+    '{"API_TOKEN": {"host": "api.example.com:8443", "header": "X-Key", "format": "Key {value}"}}}]}'
+)
+
+
 @pytest.fixture
 def host_env(tmp_path: Path) -> dict[str, str]:
-    env = hostenv.compute(ROOT, cache_dir=tmp_path / "cache", output_root=tmp_path / "out")
+    worker_env = tmp_path / "worker.env"
+    hostenv.ensure_worker_env(worker_env)
+    env = hostenv.compute(
+        ROOT, cache_dir=tmp_path / "cache", output_root=tmp_path / "out",
+        existing={"ORCH_WORKER_ENV_FILE": str(worker_env)},
+    )
     return {k: str(v) for k, v in env.model_dump().items()}
 
 
@@ -139,3 +150,28 @@ def test_every_app_service_uses_the_one_locally_built_app_image(config: dict) ->
         "scripted-llm": "orchestrator-app:latest",
     }
     assert not any("build" in svc for svc in config["services"].values())  # built by compose build-images
+
+
+def test_only_the_worker_gets_the_egress_grants_and_secret_values_from_its_own_env_file(
+    host_env: dict, tmp_path: Path
+) -> None:
+    worker_env = Path(host_env["ORCH_WORKER_ENV_FILE"])
+    assert worker_env.stat().st_mode & 0o777 == 0o600  # made owner-only, holding comments only
+    assert all(line.startswith("#") for line in worker_env.read_text().splitlines())
+    worker_env.write_text(worker_env.read_text() + f"ORCH_EGRESS={GRANTS}\nORCH_SECRET_API_TOKEN=v4lue-$x'y\n")
+    done = compose_config(host_env, tmp_path)
+    assert done.returncode == 0, done.stderr
+    services = yaml.safe_load(done.stdout)["services"]
+    worker = services["worker"]["environment"]
+    assert worker["ORCH_EGRESS"] == GRANTS
+    assert worker["ORCH_SECRET_API_TOKEN"].replace("$$", "$") == "v4lue-$x'y"  # `config` escapes a literal $
+    for name in ("api", "flower", "redis", "scripted-llm"):
+        assert "ORCH_SECRET_API_TOKEN" not in services[name].get("environment", {}), name
+        assert "ORCH_EGRESS" not in services[name].get("environment", {}), name
+
+
+def test_compose_refuses_to_start_without_the_workers_env_file(host_env: dict, tmp_path: Path) -> None:
+    missing = compose_config({k: v for k, v in host_env.items() if k != "ORCH_WORKER_ENV_FILE"}, tmp_path)
+    assert missing.returncode != 0 and "compose env --write" in missing.stderr
+    Path(host_env["ORCH_WORKER_ENV_FILE"]).unlink()
+    assert compose_config(host_env, tmp_path).returncode != 0

@@ -57,6 +57,24 @@ def test_writing_env_keeps_lines_a_person_added_and_replaces_ours(tmp_path: Path
     assert sum(line.startswith("ORCH_OUTPUT_ROOT=") for line in lines) == 1
 
 
+def test_writing_env_makes_the_workers_env_file_once_owner_only_and_never_rewrites_it(tmp_path: Path) -> None:
+    target = tmp_path / ".env"
+    chosen = tmp_path / "secrets" / "worker.env"
+    chosen.parent.mkdir()
+    env = hostenv.compute(ROOT, cache_dir=tmp_path / "c", output_root=tmp_path / "o",
+                          existing={"ORCH_WORKER_ENV_FILE": str(chosen)})
+    hostenv.write(env, target)
+    assert chosen.stat().st_mode & 0o777 == 0o600
+    chosen.write_text("ORCH_SECRET_API_TOKEN=kept\n")
+    again = hostenv.compute(ROOT, cache_dir=tmp_path / "c", output_root=tmp_path / "o",
+                            existing=hostenv.read_values(target))
+    hostenv.write(again, target)
+    assert str(chosen) == again.ORCH_WORKER_ENV_FILE  # an operator's choice is kept on rewrite
+    assert chosen.read_text() == "ORCH_SECRET_API_TOKEN=kept\n"
+    default = hostenv.compute(ROOT, cache_dir=tmp_path / "c", output_root=tmp_path / "o")
+    assert str(ROOT.resolve() / ".env.worker") == default.ORCH_WORKER_ENV_FILE
+
+
 def test_the_redis_password_and_flower_login_are_random_kept_on_rewrite_and_owner_only(tmp_path: Path) -> None:
     target = tmp_path / ".env"
     made = [hostenv.compute(ROOT, cache_dir=tmp_path / "c", output_root=tmp_path / "o") for _ in range(2)]

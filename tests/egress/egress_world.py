@@ -107,6 +107,22 @@ def injected_digest() -> str:
     return hashlib.sha256(f"Bearer {SECRET_VALUE}".encode()).hexdigest()
 
 
+def assert_forecast_saved(out_dir: Path) -> None:
+    """The skill's output: the upstream's answer to the call, which carried the injected secret."""
+    saved = json.loads((out_dir / "forecast.json").read_text())
+    assert saved["upstream"]["auth_sha256"] == injected_digest()
+    assert saved["upstream"]["path"] == "/v1/forecast?city=Lyon"
+
+
+def assert_secret_nowhere(*texts: str, folders: tuple[Path, ...] = ()) -> None:
+    """The secret's value is in none of ``texts`` (results, logs, ledger dumps) nor any file under ``folders``."""
+    for text in texts:
+        assert SECRET_VALUE not in text
+    for folder in folders:
+        for path in folder.rglob("*"):
+            assert not path.is_file() or SECRET_VALUE.encode() not in path.read_bytes(), path
+
+
 def leftovers(docker_client: Any, prefix: str) -> list[str]:
     """Containers, volumes and networks of ``prefix`` left by this process (or by a dead one)."""
     key, me = f"{prefix}.managed", owner_id()

@@ -15,15 +15,18 @@ from egress_world import (
     GOAL,
     SECRET_NAME,
     SECRET_VALUE,
+    assert_forecast_saved,
+    assert_secret_nowhere,
     egress_image,
     egress_section,
     forecast_library,
     forecast_scenario,
-    injected_digest,
     leftovers,
 )
 
 REPO = Path(__file__).resolve().parents[2]
+
+
 def _run(tmp_path: Path, library: Path, scenario: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "orchestrator", "run", GOAL, "--skills", str(library), "--out", str(tmp_path / "out"),
@@ -49,13 +52,8 @@ def test_run_calls_a_granted_service_with_the_injected_secret_and_keeps_the_requ
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = json.loads(proc.stdout)
     assert result["status"] == "done", result
-    saved = json.loads((tmp_path / "out" / "forecast.json").read_text())
-    assert saved["upstream"]["auth_sha256"] == injected_digest()
-    assert saved["upstream"]["path"] == "/v1/forecast?city=Lyon"
-    text = proc.stdout + proc.stderr + (tmp_path / "trace.jsonl").read_text()
-    assert SECRET_VALUE not in text
-    for path in (tmp_path / "out").rglob("*"):
-        assert not path.is_file() or SECRET_VALUE.encode() not in path.read_bytes(), path
+    assert_forecast_saved(tmp_path / "out")
+    assert_secret_nowhere(proc.stdout, proc.stderr, (tmp_path / "trace.jsonl").read_text(), folders=(tmp_path / "out",))
     assert '"host": "api.granted.test"' in proc.stdout and '"path": "/v1/forecast?city=Lyon"' in proc.stdout
     assert leftovers(docker_client, EGRESS_PREFIX) == []
 
