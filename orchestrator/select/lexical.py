@@ -24,6 +24,7 @@ from orchestrator.select.gloss import english_terms
 _WORD = re.compile(r"[a-z0-9]+")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]+")
 _STOP = frozenset(STOPWORDS_EN)
+_HIRAGANA = re.compile(r"[\u3040-\u309f]+")
 
 #: Field weights after each field's scores are scaled to [0, 1] (tuned on real skills, see
 #: docs/concepts/choosing-skills.md).
@@ -55,7 +56,10 @@ def tokenize(text: str) -> list[str]:
     text = text.lower()
     terms = stem([w for w in _WORD.findall(text) if w not in _STOP])
     for run in _CJK.findall(text):
-        terms += [run[i : i + 2] for i in range(max(1, len(run) - 1))]
+        pairs = [run[i : i + 2] for i in range(max(1, len(run) - 1))]
+        # Pairs of hiragana are Japanese grammar (particles, verb endings: "して", "たい"), shared by every Japanese
+        # text; they made any Japanese skill outrank the right one for a Japanese goal.
+        terms += [p for p in pairs if not _HIRAGANA.fullmatch(p)]
     return terms
 
 

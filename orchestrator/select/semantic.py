@@ -68,9 +68,11 @@ class SemanticRanker:
         self.weight = weight
 
     def similarities(self, query: str) -> np.ndarray:
+        """Cosine similarity of ``query`` to every skill; a goal's Chinese (and the kanji of Japanese) is read as
+        dictionary English first, as skills' descriptions are (the model reads English)."""
         if not len(self.vectors) or not query.strip():
             return np.zeros(len(self.vectors), dtype=np.float32)
-        query_vector = self.embedder.embed([query], max_tokens=QUERY_MAX_TOKENS)[0]
+        query_vector = self.embedder.embed([english_reading(query)], max_tokens=QUERY_MAX_TOKENS)[0]
         return np.asarray(self.vectors @ query_vector, dtype=np.float32)
 
 

@@ -99,6 +99,8 @@ class SelectionBench(BaseModel):
     semantic: bool = False
     """Whether the ranking fused sentence-embedding similarity (the embedder's package is installed and on)."""
     query_ms_median: float
+    query_cpu_ms_median: float = 0.0
+    """CPU time of ranking one goal (this thread: the goal is embedded in it): its cost on an idle core."""
     misses_at_10: list[dict[str, object]] = []
     planned: PlannedSelection | None = None
     """With ``--model``: recall of the plans and over-loading on goals that need no skill."""
@@ -183,12 +185,14 @@ def bench_selection(
     depth = max(ks)
     hits: dict[str, dict[int, list[bool]]] = {}
     query_ms: list[float] = []
+    query_cpu_ms: list[float] = []
     prompt_tokens: list[int] = []
     misses: list[dict[str, object]] = []
     searchable = len(invocable) > selection.shortlist_threshold
     for g in goals:
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.thread_time()
         ranked = make_shortlist(g.goal, l1, index, threshold=0, size=depth)
+        query_cpu_ms.append((time.thread_time() - cpu_started) * 1000)
         query_ms.append((time.perf_counter() - started) * 1000)
         shown = make_shortlist(
             g.goal, l1, index, threshold=selection.shortlist_threshold, size=selection.shortlist_size
@@ -224,6 +228,7 @@ def bench_selection(
         index_peak_memory_mb=round(peak_rss_mb() - memory_before, 1),
         semantic=index.semantic,
         query_ms_median=round(statistics.median(query_ms), 2) if query_ms else 0.0,
+        query_cpu_ms_median=round(statistics.median(query_cpu_ms), 2) if query_cpu_ms else 0.0,
         misses_at_10=misses,
         planned=planned,
     )

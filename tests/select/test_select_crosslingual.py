@@ -80,3 +80,64 @@ def test_text_without_chinese_adds_no_english_words():
     assert english_terms("plain English text") == []
     assert english_terms("회의록 정리") == []  # Korean has no Chinese characters: its pairs are all it gets
     assert bilingual_terms("Invoices for customers") == tokenize("Invoices for customers")
+
+
+def test_a_chinese_goal_is_read_as_dictionary_english_by_the_embedder_too(tmp_path):
+    from orchestrator.select.semantic import shipped_embedder
+
+    root = tmp_path / "s"
+    write_skill(
+        root,
+        "marine-forecast",
+        name="marine-forecast",
+        description="Swell and wind at any spot offshore, hour by hour.",
+        body="None.",
+    )
+    write_skill(
+        root,
+        "pet-portraits",
+        name="pet-portraits",
+        description="Draw stylised portraits of pets from photos.",
+        body="None.",
+    )
+    write_skill(
+        root,
+        "cafe-menu",
+        name="cafe-menu",
+        description="Write a cafe menu with coffee drinks, pastries and prices.",
+        body="None.",
+    )
+    write_skill(
+        root,
+        "meeting-minutes",
+        name="meeting-minutes",
+        description="Turn a meeting recording into minutes with action items.",
+        body="None.",
+    )
+    library = SkillLibrary(root)
+    docs = skill_docs(library, model_invocable(library.l1_index()))
+    goal = "明天开船出去会不会有危险"  # will taking the boat out tomorrow be dangerous: no word of the skill's
+    assert not SkillIndex.build(docs).search(goal, k=1)  # words alone find nothing...
+    hits = SkillIndex.build(docs, embedder=shipped_embedder()).search(goal, k=1)
+    assert hits[0].id == "marine-forecast"  # ...its dictionary English does (the Chinese itself ranked minutes first)
+
+
+def test_hiragana_pairs_are_grammar_and_not_index_terms():
+    terms = tokenize("テストがたまに落ちるので直してほしい")
+    assert {"テス", "スト", "落ち"} <= set(terms)
+    assert not {"して", "ほし", "たま", "ので"} & set(terms)
+    assert tokenize("ひらがな") == []  # a run of hiragana alone says nothing a skill could be found by
+
+
+def test_a_japanese_goal_is_not_pulled_to_a_skill_sharing_only_its_grammar(tmp_path):
+    root = tmp_path / "s"
+    write_skill(root, "flaky-tests", name="flaky-tests", description="不安定なテストを見つけて原因を直す。", body="無")
+    write_skill(
+        root,
+        "minutes",
+        name="minutes",
+        description="会議の内容をまとめてから、してほしいことを一覧にしてください。",
+        body="無",
+    )
+    hits = _index(root).search("テストがたまに落ちるのでなんとかしてほしい", k=2)
+    assert [h.id for h in hits] == ["flaky-tests"]

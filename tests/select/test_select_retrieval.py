@@ -102,12 +102,14 @@ def test_bench_selection_prints_recall_by_kind_and_prompt_size(skills_root):
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     assert set(result) >= {"skills", "goals", "recall_at", "by_kind", "planner_prompt_tokens_max", "index_ms",
-                           "query_ms_median"}
+                           "query_ms_median", "query_cpu_ms_median", "index_cpu_ms"}
     assert set(result["recall_at"]) == {"3", "5", "10", "20"}
     assert result["goals"] == 18 and result["no_fit_goals"] == 1 and "no-fit" not in result["by_kind"]
     assert result["by_kind"]["explicit"] == {"3": 1.0, "5": 1.0, "10": 1.0, "20": 1.0}
     assert result["recall_at"]["10"] >= 0.9
     assert 0 < result["planner_prompt_tokens_max"] < 4000
+    # CPU time of one ranking can't exceed its wall time by much (it runs in one thread) and is never zero
+    assert 0 < result["query_cpu_ms_median"] <= result["query_ms_median"] * 1.2 + 1
 
 
 def test_bench_selection_names_the_bad_goal_line(skills_root, tmp_path):
