@@ -40,6 +40,7 @@ LIBRARIES = (
 )
 COMMANDS = {
     "node": ["node", "--version"],
+    "curl": ["curl", "--version"],
     "bash": ["bash", "-c", "echo $BASH_VERSION"],
     "coreutils": ["ls", "--version"],
     "soffice": ["soffice", "--version"],

@@ -16,6 +16,7 @@ import tarfile
 import time
 from collections.abc import Callable
 from contextlib import suppress
+from importlib import resources
 from typing import Any
 
 import docker
@@ -35,6 +36,7 @@ HOLDER_CA = "/egress-ca"  # the same volume in the job's holder, which writes it
 CA_FILE = f"{CA_MOUNT}/proxy-ca.pem"
 BUNDLE_FILE = f"{CA_MOUNT}/ca-bundle.pem"
 SYSTEM_BUNDLE = "/etc/ssl/certs/ca-certificates.crt"
+NODE_PRELOAD = "node-preload.js"  # beside the CA: routes Node's fetch and https through the proxy (Node 18)
 IMAGE_HINT = "python -m orchestrator compose build-images --only egress"
 _READY = b'{"egress_ready": '
 _RECORD = b'{"egress_request": '
@@ -42,7 +44,8 @@ LOG_SETTLE_S = 0.15  # the engine copies the proxy's stdout asynchronously: a ca
 
 
 def ca_archive(files: dict[str, bytes]) -> bytes:
-    """A tar of ``files`` (public certificates: mode 0644, owned by root) for ``put_archive``."""
+    """A tar of ``files`` (public: the certificates and the Node preload; mode 0644, owned by root) for
+    ``put_archive``."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         for name, data in files.items():
@@ -138,7 +141,8 @@ class EgressProxy:
         log.info("sandbox.egress_open", job=self.name, **self.plan.summary())
         ours = ca_pem.encode("ascii")
         bundle = system_bundle.rstrip(b"\n") + b"\n" + ours if system_bundle.strip() else ours
-        return {"proxy-ca.pem": ours, "ca-bundle.pem": bundle}
+        preload = resources.files("orchestrator.sandbox").joinpath("egress_node_preload.js").read_bytes()
+        return {"proxy-ca.pem": ours, "ca-bundle.pem": bundle, NODE_PRELOAD: preload}
 
     def _environment(self, subnets: list[str]) -> dict[str, str]:
         plan = self.plan
@@ -202,9 +206,13 @@ class EgressProxy:
     # -- what the call containers get -----------------------------------------------------------------------------
 
     def call_environment(self) -> dict[str, str]:
-        """Proxy and trust variables for Python (requests, urllib, httpx), curl, Node and most other clients."""
+        """Proxy and trust variables for Python (requests, urllib, httpx), curl, Node and most other clients.
+
+        Node 18 reads no proxy variable: ``NODE_OPTIONS`` preloads :data:`NODE_PRELOAD` (undici for fetch,
+        global-agent for http/https); later Node versions also read ``NODE_USE_ENV_PROXY``."""
         proxy = f"http://{self.address}:{PROXY_PORT}"
         return {
+            "NODE_OPTIONS": f"--require {CA_MOUNT}/{NODE_PRELOAD}",
             **{name: proxy for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY")},
             "NO_PROXY": "",
             "no_proxy": "",

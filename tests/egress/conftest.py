@@ -6,10 +6,21 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from egress_world import EGRESS_PREFIX, Upstream, leftovers, running_upstream
+from egress_world import (
+    EGRESS_PREFIX,
+    GRANTED,
+    SECRET_NAME,
+    SECRET_VALUE,
+    Upstream,
+    egress_image,
+    egress_section,
+    leftovers,
+    running_upstream,
+)
 
-from orchestrator.config import SandboxSettings
+from orchestrator.config import SandboxSettings, load_settings
 from orchestrator.sandbox.docker import SandboxRunner
+from orchestrator.sandbox.egress import EgressPlan, resolve_egress
 
 
 @pytest.fixture(scope="module")
@@ -25,3 +36,22 @@ def egress_runner(sandbox_image, docker_client, tmp_path_factory) -> Iterator[Sa
     yield runner
     runner.close()
     assert leftovers(docker_client, EGRESS_PREFIX) == []
+
+
+@pytest.fixture(scope="module")
+def plan(upstream: Upstream, docker_client, tmp_path_factory) -> EgressPlan:
+    """What a skill granted ``GRANTED:8443`` and ``:8080`` with the secret as a bearer token may reach."""
+    egress_image(docker_client)
+    library = tmp_path_factory.mktemp("library")
+    settings = load_settings(skills_dir=library, egress=egress_section(upstream, library="default"))
+    found = resolve_egress(
+        settings,
+        library_root=library,
+        skill_id="caller",
+        skill_name="caller",
+        network=[f"{GRANTED}:8443", f"{GRANTED}:8080"],
+        secrets=[SECRET_NAME],
+        environ={f"ORCH_SECRET_{SECRET_NAME}": SECRET_VALUE},
+    )
+    assert isinstance(found, EgressPlan), found
+    return found

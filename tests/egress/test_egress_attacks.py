@@ -22,14 +22,12 @@ from egress_world import (
     SECRET_NAME,
     SECRET_VALUE,
     Upstream,
-    egress_image,
-    egress_section,
     injected_digest,
 )
 
 from orchestrator.config import load_settings
 from orchestrator.sandbox.docker import SandboxJob, SandboxRunner
-from orchestrator.sandbox.egress import EgressPlan, resolve_egress
+from orchestrator.sandbox.egress import EgressPlan
 
 PROBE = r'''
 import json, os, socket, ssl, sys, urllib.request, urllib.error, http.client
@@ -139,24 +137,6 @@ elif attack == "find_secret":
     out = {"found": found, "proxy_env": sorted(k for k in os.environ if "PROXY" in k.upper())}
 print(json.dumps(out))
 '''
-
-
-@pytest.fixture(scope="module")
-def plan(upstream: Upstream, docker_client, tmp_path_factory) -> EgressPlan:
-    egress_image(docker_client)
-    library = tmp_path_factory.mktemp("library")
-    settings = load_settings(skills_dir=library, egress=egress_section(upstream, library="default"))
-    found = resolve_egress(
-        settings,
-        library_root=library,
-        skill_id="caller",
-        skill_name="caller",
-        network=[f"{GRANTED}:8443", f"{GRANTED}:8080"],
-        secrets=[SECRET_NAME],
-        environ={f"ORCH_SECRET_{SECRET_NAME}": SECRET_VALUE},
-    )
-    assert isinstance(found, EgressPlan), found
-    return found
 
 
 @pytest.fixture(scope="module")
