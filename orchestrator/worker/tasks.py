@@ -15,7 +15,7 @@ import time
 from typing import Any
 
 import redis
-from celery import Task
+from celery import Task, bootsteps
 from celery.signals import setup_logging, worker_process_init, worker_ready, worker_shutdown, worker_shutting_down
 
 from orchestrator.config import Settings
@@ -277,6 +277,31 @@ class WorkerWatch:
         ttl = 3 * self._settings.worker.ready_check_s + 5
         info = {"ready": self.ready, "missing": self.problems, "queues": [QUEUE] if self.ready else []}
         self._ledger.announce_worker(self._hostname, info, ttl_s=ttl)
+
+
+class ReadinessInStats(bootsteps.StartStopStep):  # type: ignore[misc]  # celery ships no types
+    """Puts this worker's readiness into ``celery inspect stats``: Flower shows it on the worker's page (its *Other*
+    tab) and in ``/api/workers``, where a worker that is up but not ready would otherwise look like any other."""
+
+    name = "orchestrator readiness"
+
+    def info(self, worker: Any) -> dict[str, Any]:
+        return readiness_stats(_process.get("watch"))
+
+
+def readiness_stats(watch: WorkerWatch | None) -> dict[str, Any]:
+    """``orchestrator_readiness``: ``ready`` or ``not ready: REASON; ...`` (one line a person reads), and the
+    reasons as a list in ``orchestrator_missing``."""
+    if watch is None:
+        problems = ["starting: readiness not checked yet"]
+    elif watch.ready:
+        return {"orchestrator_readiness": "ready", "orchestrator_missing": []}
+    else:
+        problems = list(watch.problems) or ["starting: readiness not checked yet"]
+    return {"orchestrator_readiness": "not ready: " + "; ".join(problems), "orchestrator_missing": problems}
+
+
+app.steps["worker"].add(ReadinessInStats)
 
 
 def go_standby(hostname: str, ledger: Ledger, why: str) -> None:

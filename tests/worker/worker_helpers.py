@@ -114,6 +114,39 @@ class Cluster:
         self.workers[name] = proc
         return proc
 
+    def start_flower(self) -> Callable[[str], bytes]:
+        """Flower on this cluster's Redis, with a basic-auth login as on compose (stopped with the workers); a
+        function that GETs one of its paths once it answers."""
+        import base64
+        import secrets
+        import urllib.error
+        import urllib.request
+
+        port, login = free_port(), f"ops:{secrets.token_urlsafe(12)}"
+        log = open(self.root / "flower.log", "ab")  # noqa: SIM115 - closed with the process
+        self.workers["flower"] = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "orchestrator.worker.celery_app:app", "flower",
+             "--address=127.0.0.1", f"--port={port}"],
+            cwd=REPO, env={**self.env(), "FLOWER_BASIC_AUTH": login}, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        auth = "Basic " + base64.b64encode(login.encode()).decode()
+
+        def get(path: str) -> bytes:
+            request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers={"Authorization": auth})
+            with urllib.request.urlopen(request, timeout=30) as response:
+                body: bytes = response.read()
+                return body
+
+        def answers() -> bool:
+            try:
+                return bool(get("/api/workers"))
+            except (OSError, urllib.error.HTTPError):
+                return False
+
+        wait_for(answers, 60, "Flower to answer")
+        return get
+
     def kill_worker(self, name: str, sig: int = signal.SIGKILL) -> None:
         proc = self.workers.pop(name)
         with contextlib.suppress(ProcessLookupError):
