@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.config import Budgets
+from orchestrator.llm.usage_ledger import Spending
 from orchestrator.validate.rules import ExpectedOutputs
 from orchestrator.validate.stats import ValidationStats
 from orchestrator.validate.validator import ValidationReport
@@ -117,7 +118,8 @@ class Disclosure(BaseModel):
 
 
 class ActMetrics(BaseModel):
-    """Counts of one Act, computed from its step records (see :meth:`from_records`), never bumped by hand."""
+    """Counts of one Act: its model requests from the ledger, the rest from its step records (see
+    :meth:`from_records`), never bumped by hand."""
 
     tokens_in: int = 0
     tokens_out: int = 0
@@ -139,15 +141,16 @@ class ActMetrics(BaseModel):
 
     @classmethod
     def from_records(
-        cls, records: Sequence[StepRecord], *, duration_ms: int = 0, disclosed: Disclosure = Disclosure()
+        cls, records: Sequence[StepRecord], spent: Spending, *, duration_ms: int = 0,
+        disclosed: Disclosure = Disclosure(),
     ) -> ActMetrics:
-        """The metrics of ``records``; ``disclosed`` is what the task message itself disclosed (L1, L2)."""
+        """The metrics of ``records`` and of the Act's model requests (``spent``, read from the ledger);
+        ``disclosed`` is what the task message itself disclosed (L1, L2)."""
         return cls(
-            tokens_in=sum(r.tokens_in for r in records),
-            tokens_out=sum(r.tokens_out for r in records),
+            tokens_in=spent.tokens_in,
+            tokens_out=spent.tokens_out,
             tool_calls=sum(r.kind == "tool" for r in records),
-            model_calls=len({r.step for r in records} - {r.step for r in records if r.cache_hit})
-            + sum(r.check_calls for r in records),
+            model_calls=spent.model_calls,
             duration_ms=duration_ms,
             disclosure=disclosed
             + Disclosure(
@@ -158,8 +161,8 @@ class ActMetrics(BaseModel):
             memo_hits=sum(r.memo_hit for r in records),
             containers=sum(r.container is not None for r in records),
             micro_reflects=sum(r.kind == "reflect" for r in records),
-            response_cache_hits=len({r.step for r in records if r.cache_hit}),
-            cached_tokens=sum(r.cached_tokens for r in records),
+            response_cache_hits=spent.cache_hits,
+            cached_tokens=spent.cached_tokens,
         )
 
 

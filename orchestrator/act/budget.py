@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from orchestrator.act.act_io import ExitReason, RemainingBudgets, StepRecord
 from orchestrator.config import Budgets
+from orchestrator.llm.usage_ledger import Spending, UsageLedger
 
 TIME_UP_MARGIN_S = 0.05
 """Less of the Act's time than this left counts as none: tools start no more work, and the loop stops asking the
@@ -18,7 +19,8 @@ MANY_CALLS = 6
 
 @dataclass
 class BudgetTracker:
-    """Budgets against the Act's step records: tool calls and tokens are counted from them, never by hand."""
+    """Budgets against what the Act did: tool calls from its step records, tokens and model calls from the ledger of
+    model requests (its requests are those after ``mark``), never counted by hand."""
 
     budgets: Budgets
     records: list[StepRecord] = field(default_factory=list)
@@ -26,20 +28,25 @@ class BudgetTracker:
     goal_calls_left: int | None = None
     started: float = field(default_factory=time.monotonic)
     disk_bytes: int = 0
+    ledger: UsageLedger = field(default_factory=UsageLedger)
+    mark: int = 0
 
     @property
     def tool_calls(self) -> int:
         return sum(r.kind == "tool" for r in self.records)
 
+    def spent(self) -> Spending:
+        """What the Act's model requests spent (its turns, Micro-Reflect and a finish's own semantic check)."""
+        return self.ledger.since(self.mark)
+
     @property
     def tokens(self) -> int:
         """Tokens the budgets count (a cached prompt prefix only when ``count_cached_tokens``)."""
-        return sum(self.budgets.counted(r.tokens_in, r.tokens_out, r.cached_tokens) for r in self.records)
+        return self.spent().counted(self.budgets)
 
     @property
     def model_calls(self) -> int:
-        steps = {r.step for r in self.records} - {r.step for r in self.records if r.cache_hit}
-        return len(steps) + sum(r.check_calls for r in self.records)
+        return self.spent().model_calls
 
     def elapsed_ms(self) -> int:
         return int((time.monotonic() - self.started) * 1000)

@@ -33,6 +33,7 @@ from orchestrator.act.turns import (
 )
 from orchestrator.errors import ModelError, SandboxError
 from orchestrator.llm.interface import ChatModel, Message, ToolCall
+from orchestrator.llm.usage_ledger import metered
 from orchestrator.prompts import load_prompt, render_prompt
 from orchestrator.tracing import tracer
 from orchestrator.validate.validator import ValidationReport
@@ -42,8 +43,9 @@ def run_act(deps: ActDeps, model: ChatModel, out_dir: Path, *, tools: ToolSet = 
     """Run one skill to completion; returns the typed result (never raises for the model's own failures)."""
     ctx = ActContext(deps, ActState())
     request = deps.request
+    model = metered(model, "act")  # every request of the Act is recorded once, in the goal's ledger when it has one
     budget = BudgetTracker(request.budgets, ctx.state.records, goal_tokens_left=request.goal_tokens_left,
-                           goal_calls_left=request.goal_calls_left)
+                           goal_calls_left=request.goal_calls_left, ledger=model.ledger, mark=model.ledger.mark())
     ctx.state.deadline = budget.started + deps.request.budgets.time_budget_ms / 1000
     run = Run(ctx, model, tools, budget, out_dir, initial_messages(ctx))
     while True:

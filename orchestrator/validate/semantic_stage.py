@@ -20,6 +20,7 @@ from orchestrator.llm.cutjson import close_cut_json
 from orchestrator.llm.image_input import ViewedImage
 from orchestrator.llm.interface import ChatModel, ImagePart, Message
 from orchestrator.llm.jsonreply import json_in_reply
+from orchestrator.llm.usage_ledger import Spending, metered
 from orchestrator.prompts import load_prompt, render_prompt
 from orchestrator.validate.report import FileEntry
 from orchestrator.validate.rules import TEXT_KINDS, ExpectedOutputs
@@ -46,13 +47,8 @@ class SemanticOutcome(BaseModel):
     """``None`` when the model's answers stayed malformed; ``problem`` then says why."""
     problem: str = ""
     attempts: int = 0
-    model_calls: int = 0
-    """Requests sent (a reply from the response cache sends none)."""
-    response_cache_hits: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cached_tokens: int = 0
-    """Prompt tokens the provider served from its own prompt cache (part of ``tokens_in``)."""
+    spent: Spending = Spending()
+    """What the check's requests spent (read from the ledger they were recorded in)."""
     latency_ms: int = 0
 
 
@@ -147,15 +143,13 @@ def semantic_check(
     ]
     outcome = SemanticOutcome(verdict=None)
     started = time.perf_counter()
+    recorded = metered(model)
+    mark = recorded.ledger.mark()
     try:
         for attempt in range(1 + MAX_REPAIRS):
-            response = model.complete(messages, purpose="semantic", json_response=True)
+            response = recorded.complete(messages, purpose="semantic", json_response=True)
             outcome.attempts = attempt + 1
-            outcome.model_calls += not response.cache_hit
-            outcome.response_cache_hits += response.cache_hit
-            outcome.tokens_in += response.usage.prompt_tokens
-            outcome.tokens_out += response.usage.completion_tokens
-            outcome.cached_tokens += response.usage.cached_tokens
+            outcome.spent = recorded.ledger.since(mark)
             try:
                 outcome.verdict = parse_verdict(response.content)
                 outcome.problem = ""

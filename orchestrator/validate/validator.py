@@ -141,11 +141,11 @@ def _semantic_report(
             "metrics": contract.metrics,
             "files": contract.files,
             "violation_categories": _categories(violations, len(missing)),
-            "tokens_in": semantic.tokens_in,
-            "tokens_out": semantic.tokens_out,
-            "model_calls": semantic.model_calls,
-            "response_cache_hits": semantic.response_cache_hits,
-            "cached_tokens": semantic.cached_tokens,
+            "tokens_in": semantic.spent.tokens_in,
+            "tokens_out": semantic.spent.tokens_out,
+            "model_calls": semantic.spent.model_calls,
+            "response_cache_hits": semantic.spent.cache_hits,
+            "cached_tokens": semantic.spent.cached_tokens,
             "duration_ms": duration_ms,
         }
     )
@@ -207,7 +207,7 @@ def _log_semantic(
         rationale=report.rationale[:300],
         files=report.metrics.files,
         bytes=report.metrics.bytes,
-        tokens_in=semantic.tokens_in,
-        tokens_out=semantic.tokens_out,
+        tokens_in=semantic.spent.tokens_in,
+        tokens_out=semantic.spent.tokens_out,
         latency_ms=semantic.latency_ms,
     )

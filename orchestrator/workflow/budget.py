@@ -1,11 +1,13 @@
 """The goal's own budget: tokens and model calls over its whole course (``limits.goal_token_budget``,
-``limits.goal_model_calls``), whichever driver runs it.
+``limits.goal_model_calls``), whichever driver runs it, and the goal's metrics.
 
-What the goal has spent is read from its state (the plan's metrics and every Act's, superseded ones included), so a
-worker that resumes a goal in another process counts the same as ``run``. Each request is allowed only while the
-budget is not spent: the Act checks before each of its requests (``ActRequest.goal_tokens_left``), the plan, the
-final semantic check and the SCORED answer go through :class:`BudgetedModel`. So a goal ends at most one request
-over its budget: the request sent while something was still left.
+What the goal has spent is read from its ledger of model requests (``state.ledger``, see
+``orchestrator.llm.usage_ledger``): every request is recorded there once, superseded Acts' included, and the ledger
+is saved with the state, so a worker that resumes a goal in another process counts the same as ``run``. Each request
+is allowed only while the budget is not spent: the Act checks before each of its requests
+(``ActRequest.goal_tokens_left``), the plan, the final semantic check and the SCORED answer go through
+:func:`goal_model`. So a goal ends at most one request over its budget: the request sent while something was still
+left.
 """
 
 from __future__ import annotations
@@ -13,36 +15,29 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from orchestrator.act.act_io import ActMetrics, Disclosure
 from orchestrator.config import Budgets
 from orchestrator.errors import BudgetExceeded
-from orchestrator.llm.interface import ChatModel, Message, ModelResponse, Purpose, ToolSpec
+from orchestrator.llm.interface import ChatModel
+from orchestrator.llm.usage_ledger import ChargedTo, LedgerModel, Spending
+from orchestrator.validate.validator import ValidationReport
 from orchestrator.workflow.goal import GoalMetrics, GoalState
 
 NEXT_STEP = "raise limits.goal_token_budget / limits.goal_model_calls (or a goal's budgets), or narrow the goal"
 
 
-def spent(state: GoalState, *, rerun: int | None = None) -> GoalMetrics:
-    """What the goal has used so far: its plan calls and every Act's, the ones a retry or re-plan replaced too.
-
-    ``rerun``: the index of a step being run again, whose earlier result is already among the superseded ones.
-    """
-    results = [r for i, r in enumerate(state.results) if i != rerun]
-    return state.plan_metrics.plus([r.metrics for r in [*state.superseded, *results]])
-
-
-@dataclass
+@dataclass(frozen=True)
 class GoalBudget:
-    """The goal's budget and what it used; :meth:`exhausted` names the first one spent."""
+    """The goal's budget and what its ledger says it used; :meth:`exhausted` names the first one spent."""
 
     limits: Budgets
     tokens: int = 0
     calls: int = 0
 
     @classmethod
-    def of(cls, state: GoalState, limits: Budgets, *, rerun: int | None = None) -> GoalBudget:
-        used = spent(state, rerun=rerun)
-        return cls(limits, tokens=limits.counted(used.tokens_in, used.tokens_out, used.cached_tokens),
-                   calls=used.model_calls)
+    def of(cls, state: GoalState, limits: Budgets) -> GoalBudget:
+        used = state.ledger.spent()
+        return cls(limits, tokens=used.counted(limits), calls=used.model_calls)
 
     @property
     def tokens_left(self) -> int:
@@ -75,36 +70,42 @@ class GoalBudget:
             )
 
 
-class BudgetedModel:
-    """A ``ChatModel`` that sends a request only while the goal's budget is not spent, counting what it used.
+def goal_model(
+    state: GoalState, model: ChatModel, limits: Budgets, charged_to: ChargedTo, *, step: int | None = None,
+    guarded: bool = True,
+) -> LedgerModel:
+    """``model`` recording every request in the goal's ledger, charged to ``charged_to``. ``guarded``: each request
+    is refused with :class:`BudgetExceeded` once the goal's budget is spent (the Act checks by itself instead, so it
+    can end with its reason)."""
 
-    Raises :class:`BudgetExceeded` instead of sending. ``tokens_in``/``tokens_out``/``calls`` are what went through
-    this wrapper (so a caller interrupted by the budget can still account for the requests it made).
-    """
+    def refuse() -> None:
+        GoalBudget.of(state, limits).refuse()
 
-    def __init__(self, model: ChatModel, budget: GoalBudget) -> None:
-        self._model = model
-        self.name = model.name
-        self.budget = budget
-        self.tokens_in = 0
-        self.tokens_out = 0
-        self.calls = 0
+    return LedgerModel(model, state.ledger, charged_to=charged_to, step=step, guard=refuse if guarded else None)
 
-    def complete(
-        self,
-        messages: Sequence[Message],
-        *,
-        tools: Sequence[ToolSpec] = (),
-        purpose: Purpose = "other",
-        json_response: bool = False,
-    ) -> ModelResponse:
-        self.budget.refuse()
-        response = self._model.complete(messages, tools=tools, purpose=purpose, json_response=json_response)
-        self.tokens_in += response.usage.prompt_tokens
-        self.tokens_out += response.usage.completion_tokens
-        self.calls += not response.cache_hit
-        usage = response.usage
-        self.budget.tokens += self.budget.limits.counted(usage.prompt_tokens, usage.completion_tokens,
-                                                         usage.cached_tokens)
-        self.budget.calls += not response.cache_hit
-        return response
+
+def plan_spending(state: GoalState) -> Spending:
+    """What every plan request of the goal spent (the first plan, its searches, re-plans)."""
+    return state.ledger.spent("plan", "replan")
+
+
+def goal_metrics(state: GoalState, final: ValidationReport | None = None) -> GoalMetrics:
+    """The goal's metrics: model requests from its ledger, the rest (tool calls, containers, time, disclosure) from
+    the plan and every Act's result, superseded ones included, and the final validation's time."""
+    acts: Sequence[ActMetrics] = [r.metrics for r in [*state.superseded, *state.results]]
+    used = state.ledger.spent()
+    disclosure = Disclosure(l1=state.plan_offered)
+    for m in acts:
+        disclosure = disclosure + m.disclosure.model_copy(update={"l1": 0})
+    return GoalMetrics(
+        tokens_in=used.tokens_in,
+        tokens_out=used.tokens_out,
+        model_calls=used.model_calls,
+        response_cache_hits=used.cache_hits,
+        cached_tokens=used.cached_tokens,
+        tool_calls=sum(m.tool_calls for m in acts),
+        duration_ms=state.plan_ms + sum(m.duration_ms for m in acts) + (final.duration_ms if final else 0),
+        containers=sum(m.containers for m in acts),
+        memo_hits=sum(m.memo_hits for m in acts),
+        disclosure=disclosure,
+    )

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, computed_field
 
-from orchestrator.act.act_io import ActMetrics, ActResult, Artifact, Disclosure, Unmet
+from orchestrator.act.act_io import ActResult, Artifact, Disclosure, Unmet
 from orchestrator.act.evidence import THUMBNAILS
 from orchestrator.errors import WorkflowError
+from orchestrator.llm.usage_ledger import UsageLedger
 from orchestrator.skills.versions import SkillsUsed as SkillsUsed
 from orchestrator.validate.stats import ValidationStats
 from orchestrator.validate.validator import ValidationReport
@@ -19,7 +19,8 @@ from orchestrator.workflow.request import GoalRequest
 
 
 class GoalMetrics(BaseModel):
-    """Counts of a goal: the plan's, plus every Act's (themselves counted from their step records)."""
+    """Counts of a goal: its model requests from its ledger, the rest from the plan and every Act's result (see
+    ``workflow.budget.goal_metrics``)."""
 
     tokens_in: int = 0
     tokens_out: int = 0
@@ -33,28 +34,6 @@ class GoalMetrics(BaseModel):
     cached_tokens: int = 0
     """Prompt tokens the provider served from its own prompt cache (part of ``tokens_in``), where it reports them."""
     disclosure: Disclosure = Disclosure()
-
-    def plus(self, acts: Sequence[ActMetrics], final: ValidationReport | None = None) -> GoalMetrics:
-        """These metrics with the Acts' and the final validation's added (one disclosure model for both levels)."""
-        disclosure = self.disclosure
-        for m in acts:
-            disclosure = disclosure + m.disclosure.model_copy(update={"l1": 0})
-        return GoalMetrics(
-            tokens_in=self.tokens_in + sum(m.tokens_in for m in acts) + (final.tokens_in if final else 0),
-            tokens_out=self.tokens_out + sum(m.tokens_out for m in acts) + (final.tokens_out if final else 0),
-            tool_calls=self.tool_calls + sum(m.tool_calls for m in acts),
-            model_calls=self.model_calls + sum(m.model_calls for m in acts) + (final.model_calls if final else 0),
-            duration_ms=self.duration_ms + sum(m.duration_ms for m in acts) + (final.duration_ms if final else 0),
-            containers=self.containers + sum(m.containers for m in acts),
-            memo_hits=self.memo_hits + sum(m.memo_hits for m in acts),
-            response_cache_hits=self.response_cache_hits
-            + sum(m.response_cache_hits for m in acts)
-            + (final.response_cache_hits if final else 0),
-            cached_tokens=self.cached_tokens
-            + sum(m.cached_tokens for m in acts)
-            + (final.cached_tokens if final else 0),
-            disclosure=disclosure,
-        )
 
 
 class GoalError(BaseModel):
@@ -172,7 +151,12 @@ class GoalState(BaseModel):
     out_dir: Path
     work_dir: Path
     plan: Plan | None = None
-    plan_metrics: GoalMetrics = GoalMetrics()
+    ledger: UsageLedger = UsageLedger()
+    """Every model request of the goal, recorded once: what every budget and token metric is read from."""
+    plan_ms: int = 0
+    """Time the plan requests took (the first plan and re-plans)."""
+    plan_offered: int = 0
+    """Skills the first plan showed the model (L1 lines)."""
     results: list[ActResult] = []
     blackboard: dict[str, Any] = {}
     retried: list[int] = []
@@ -187,9 +171,10 @@ class GoalState(BaseModel):
     notes: list[str] = []
 
 
-CHECKPOINT_VERSION = 3
+CHECKPOINT_VERSION = 4
 """Bumped whenever a saved checkpoint would no longer read back the same (1: the unversioned checkpoints; 2: an
-integer step cursor; 3: the conversation's position as the scenario server spells it)."""
+integer step cursor; 3: the conversation's position as the scenario server spells it; 4: the ledger of model
+requests in place of counted plan metrics)."""
 
 
 class Checkpoint(BaseModel):

@@ -16,6 +16,7 @@ from orchestrator.act.memo import verdict_key
 from orchestrator.config import Settings
 from orchestrator.errors import BudgetExceeded, OrchestratorError
 from orchestrator.llm.image_input import ImageLimits
+from orchestrator.llm.usage_ledger import LedgerModel
 from orchestrator.logs import get_logger
 from orchestrator.skills.tree import tree_hash
 from orchestrator.validate.layout.findings import BRAND_FILE
@@ -23,7 +24,7 @@ from orchestrator.validate.rules import ContractRules, ExpectedOutputs
 from orchestrator.validate.semantic_stage import prompt_fingerprint
 from orchestrator.validate.stats import ValidationStats
 from orchestrator.validate.validator import ValidationReport, validate_outputs
-from orchestrator.workflow.budget import BudgetedModel, GoalBudget
+from orchestrator.workflow.budget import goal_metrics, goal_model, plan_spending
 from orchestrator.workflow.goal import GoalError, GoalResult, GoalState
 from orchestrator.workflow.respond import respond
 from orchestrator.workflow.runtime import Runtime
@@ -37,16 +38,19 @@ def judge(state: GoalState, rt: Runtime) -> GoalResult:
     by the goal's response strategy (``respond``: SUMMARY, or SCORED with one more model call). The semantic check
     and the scoring call are made only while the goal's budget is not spent."""
     assert state.plan is not None
-    model = BudgetedModel(rt.model, GoalBudget.of(state, rt.settings.limits))
+    limits = rt.settings.limits
     if state.plan.steps:
-        result = build_result(state, _final_validation(state, rt, model))
+        result = build_result(state, _final_validation(state, rt, goal_model(state, rt.model, limits, "final_check")))
     elif state.plan.answered_without_skills:
         result = _answered_result(state)
     else:
         result = _no_fit_result(state)
     if (note := _model_blamed(result, rt.model.name)) is not None:
         result.notes.append(note)
-    return respond(result, model, state.request.response or rt.settings.supervisor.response)
+    result = respond(result, goal_model(state, rt.model, limits, "respond"),
+                     state.request.response or rt.settings.supervisor.response)
+    result.metrics = goal_metrics(state, result.validation)  # the scoring's requests are in the ledger now
+    return result
 
 
 def _answered_result(state: GoalState) -> GoalResult:
@@ -103,7 +107,7 @@ def _no_fit_result(state: GoalState) -> GoalResult:
     return result
 
 
-def _final_validation(state: GoalState, rt: Runtime, model: BudgetedModel) -> ValidationReport | None:
+def _final_validation(state: GoalState, rt: Runtime, model: LedgerModel) -> ValidationReport | None:
     assert state.plan is not None
     if rt.settings.qa.mode == "off":
         return None
@@ -148,7 +152,7 @@ def _sheet_limits(settings: Settings) -> ImageLimits | None:
 
 
 def _semantic(
-    state: GoalState, rt: Runtime, model: BudgetedModel, expected: ExpectedOutputs, contract: ValidationReport
+    state: GoalState, rt: Runtime, model: LedgerModel, expected: ExpectedOutputs, contract: ValidationReport
 ) -> ValidationReport:
     """The model's verdict, reused when the same expectations were already judged on byte-identical artifacts;
     not given (the report fails, naming the budget) when the goal's budget is spent before the verdict."""
@@ -177,6 +181,7 @@ def _semantic(
                 "rationale": f"(same verdict as an earlier run on identical artifacts) {cached.get('rationale', '')}",
             }
         )
+    mark = state.ledger.mark()
     try:
         report = validate_outputs(
             published_dir(state), expected, model=model, qa_mode=rt.settings.qa.mode, **_layout(state, rt),
@@ -185,9 +190,10 @@ def _semantic(
     except BudgetExceeded as e:
         why = f"semantic check not finished: {e.message}"
         rt.emit("validate.refused", job=state.job_id, reason=e.message)
+        spent = state.ledger.since(mark)  # the requests made before the refusal
         return contract.model_copy(
             update={"pass_": False, "violations": [why], "rationale": f"{contract.rationale}; {why}",
-                    "tokens_in": model.tokens_in, "tokens_out": model.tokens_out, "model_calls": model.calls}
+                    "tokens_in": spent.tokens_in, "tokens_out": spent.tokens_out, "model_calls": spent.model_calls}
         )
     if rt.store is not None and report.pass_ and report.stage == "semantic":
         rt.store.put_verdict(key, report.model_dump(mode="json", by_alias=True))
@@ -196,7 +202,7 @@ def _semantic(
 
 def build_result(state: GoalState, report: ValidationReport | None) -> GoalResult:
     """The goal's result from its state and the final report (None: not validated)."""
-    metrics = state.plan_metrics.plus([r.metrics for r in [*state.superseded, *state.results]], report)
+    metrics = goal_metrics(state, report)
     unmet: list[Unmet] = []
     stdout: list[Any] = []
     stats = ValidationStats()
@@ -241,7 +247,7 @@ def build_result(state: GoalState, report: ValidationReport | None) -> GoalResul
         validation_stats=stats,
         metrics=metrics,
         plan=state.plan,
-        plan_calls=state.plan_metrics.model_calls,
+        plan_calls=plan_spending(state).model_calls,
         replans=list(state.replan_log),
         skills=state.results,
         unmet=unmet,
@@ -268,7 +274,7 @@ def failed_result(
             goal=state.request.goal,
             status="failed",
             out_dir=str(state.out_dir),
-            metrics=state.plan_metrics,
+            metrics=goal_metrics(state),
             notes=list(state.notes),
         )
     result.status = "failed"

@@ -16,6 +16,7 @@ from orchestrator.errors import ModelError, WorkflowError
 from orchestrator.llm.cutjson import close_cut_json
 from orchestrator.llm.interface import ChatModel, Message, ModelResponse, ToolSpec
 from orchestrator.llm.jsonreply import json_in_reply
+from orchestrator.llm.usage_ledger import Spending, metered
 from orchestrator.prompts import load_prompt, render_prompt, tool_text
 from orchestrator.select.shortlist import Catalog, catalog_text
 from orchestrator.skills.parsed import SkillSummary
@@ -144,13 +145,8 @@ class Plan(BaseModel):
 
 class PlanOutcome(BaseModel):
     plan: Plan
-    tokens_in: int = 0
-    tokens_out: int = 0
-    model_calls: int = 0
-    cache_hits: int = 0
-    """Plan replies answered from the response cache (nothing sent; not in ``model_calls``)."""
-    cached_tokens: int = 0
-    """Prompt tokens the provider served from its own prompt cache (part of ``tokens_in``)."""
+    spent: Spending = Spending()
+    """What this plan's requests spent (read from the ledger they were recorded in)."""
     duration_ms: int = 0
     attempts: list[str] = []
     searches: list[str] = []
@@ -255,13 +251,11 @@ def make_plan(
     tools = [SEARCH_SKILLS] if search is not None else []
     started = time.monotonic()
     problems, allowed = 0, 2
-    while outcome.model_calls + outcome.cache_hits < max_calls:
-        response = _call(model, messages, tools if len(outcome.searches) < max_searches else [])
-        outcome.tokens_in += response.usage.prompt_tokens
-        outcome.tokens_out += response.usage.completion_tokens
-        outcome.cached_tokens += response.usage.cached_tokens
-        outcome.cache_hits += response.cache_hit
-        outcome.model_calls += not response.cache_hit
+    recorded = metered(model, "plan")  # the calls this plan may make are counted from the ledger, not by hand
+    mark = recorded.ledger.mark()
+    while recorded.ledger.since(mark).requests < max_calls:
+        response = _call(recorded, messages, tools if len(outcome.searches) < max_searches else [])
+        outcome.spent = recorded.ledger.since(mark)
         if response.tool_calls:
             messages += [response.as_message(), *_answer_tools(response, search, known, outcome)]
             continue

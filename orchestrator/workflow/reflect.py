@@ -19,7 +19,7 @@ from typing import Literal
 
 from orchestrator.act.act_io import ActResult
 from orchestrator.config import Budgets, SelectionSettings
-from orchestrator.workflow.budget import GoalBudget
+from orchestrator.workflow.budget import GoalBudget, plan_spending
 from orchestrator.workflow.goal import GoalState
 
 RETRYABLE_EXITS = frozenset({"validation_failed", "stalled", "missing_reference"})
@@ -79,11 +79,10 @@ def decide(state: GoalState, selection: SelectionSettings, limits: Budgets) -> D
         return Judge()
     if goal_spent is not None:
         return Refused(stuck, goal_spent, "goal")
-    calls = state.plan_metrics.model_calls
-    if calls >= selection.max_plan_calls:
-        return Refused(stuck, f"{calls} of {selection.max_plan_calls} plan calls used")
-    plan = state.plan_metrics
-    spent = limits.counted(plan.tokens_in, plan.tokens_out, plan.cached_tokens)
+    plan = plan_spending(state)
+    if plan.model_calls >= selection.max_plan_calls:
+        return Refused(stuck, f"{plan.model_calls} of {selection.max_plan_calls} plan calls used")
+    spent = plan.counted(limits)
     if spent >= selection.plan_token_budget:
         return Refused(stuck, f"{spent} of {selection.plan_token_budget} plan tokens used")
     return Replan(stuck)

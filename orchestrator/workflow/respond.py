@@ -20,7 +20,7 @@ from orchestrator.llm.jsonreply import json_in_reply
 from orchestrator.logs import get_logger
 from orchestrator.prompts import render_prompt
 from orchestrator.validate.semantic_stage import index_lines, system_prompt
-from orchestrator.workflow.goal import GoalMetrics, GoalResult, PointScore
+from orchestrator.workflow.goal import GoalResult, PointScore
 
 ResponseMode = str  # "SUMMARY" | "SCORED" (validated by the settings and the CLI)
 _log = get_logger("orchestrator.workflow")
@@ -40,16 +40,10 @@ def respond(result: GoalResult, model: ChatModel, mode: ResponseMode) -> GoalRes
         result.notes.append("SCORED: the plan states no evaluation points, so nothing was scored")
         return result
     try:
-        scores, usage, refused = _score(result, model, points)
+        scores, refused = _score(result, model, points)
     except ModelError as e:
         result.notes.append(f"SCORED: the scoring call failed: {e.message}")
         return result
-    metrics = result.metrics
-    metrics.tokens_in += usage.tokens_in
-    metrics.tokens_out += usage.tokens_out
-    metrics.model_calls += usage.model_calls
-    metrics.response_cache_hits += usage.response_cache_hits
-    metrics.cached_tokens += usage.cached_tokens
     if refused:
         result.notes.append(f"SCORED: not scored: {refused}")
         return result
@@ -65,10 +59,9 @@ class _Scores(BaseModel):
     scores: list[PointScore] = Field(min_length=1)
 
 
-def _score(
-    result: GoalResult, model: ChatModel, points: list[str]
-) -> tuple[list[PointScore] | None, GoalMetrics, str]:
-    """The scores (None: malformed), what the requests spent and, when a budget refused a request, why."""
+def _score(result: GoalResult, model: ChatModel, points: list[str]) -> tuple[list[PointScore] | None, str]:
+    """The scores (None: malformed) and, when a budget refused a request, why. What the requests spent is in the
+    ledger the model records them in (the goal's metrics are read from it)."""
     files = result.validation.files if result.validation is not None else []
     rationale = result.validation.rationale if result.validation is not None else ""
     messages = [
@@ -81,27 +74,21 @@ def _score(
             ),
         ),
     ]
-    spent = GoalMetrics()
     started = time.monotonic()
     for _ in range(2):  # one repair round, as the semantic check has
         try:
             response = model.complete(messages, purpose="semantic", json_response=True)
-        except BudgetExceeded as e:  # the goal's budget: what was used so far still counts
-            return None, spent, e.message
-        spent.tokens_in += response.usage.prompt_tokens
-        spent.tokens_out += response.usage.completion_tokens
-        spent.cached_tokens += response.usage.cached_tokens
-        spent.model_calls += not response.cache_hit
-        spent.response_cache_hits += response.cache_hit
+        except BudgetExceeded as e:  # the goal's budget: what was used so far is in the ledger
+            return None, e.message
         problem, scores = _parse(response.content or "", points)
         if scores is not None:
             _log.info("respond.scored", points=len(points), ms=int((time.monotonic() - started) * 1000))
-            return scores, spent, ""
+            return scores, ""
         messages += [
             Message(role="assistant", content=response.content or ""),
             Message(role="user", content=render_prompt("scored_repair", problem=problem)),
         ]
-    return None, spent, ""
+    return None, ""
 
 
 def _parse(content: str, points: list[str]) -> tuple[str, list[PointScore] | None]:

@@ -13,19 +13,20 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from orchestrator.act.act_io import ActRequest, Disclosure
+from orchestrator.act.act_io import ActRequest
 from orchestrator.act.blackboard import Blackboard
 from orchestrator.act.engine import execute_skill
 from orchestrator.act.hints import next_actions
 from orchestrator.config import Settings
 from orchestrator.errors import BudgetExceeded, SkillError, WorkflowError
+from orchestrator.llm.usage_ledger import LedgerModel
 from orchestrator.logs import get_logger
 from orchestrator.prompts import render_prompt
 from orchestrator.select.index import SkillIndex, skill_docs
 from orchestrator.select.shortlist import make_shortlist, model_invocable
 from orchestrator.skills.parsed import SkillSummary
-from orchestrator.workflow.budget import BudgetedModel, GoalBudget
-from orchestrator.workflow.goal import GoalMetrics, GoalState, Replan, Suggestion
+from orchestrator.workflow.budget import GoalBudget, goal_model, plan_spending
+from orchestrator.workflow.goal import GoalState, Replan, Suggestion
 from orchestrator.workflow.outputs import check_input_files, check_output_dir, publish_file
 from orchestrator.workflow.plan import PlanOutcome, make_plan
 from orchestrator.workflow.reflect import Refused
@@ -85,29 +86,22 @@ def published_dir(state: GoalState) -> Path:
 
 def plan_goal(state: GoalState, rt: Runtime) -> None:
     rt.emit("plan.started", job=state.job_id, goal=state.request.goal)
-    outcome = _plan(state, rt, BudgetedModel(rt.model, GoalBudget.of(state, rt.settings.limits)))
+    outcome = _plan(state, rt, goal_model(state, rt.model, rt.settings.limits, "plan"))
     state.plan = outcome.plan
-    state.plan_metrics = GoalMetrics(
-        tokens_in=outcome.tokens_in,
-        tokens_out=outcome.tokens_out,
-        model_calls=outcome.model_calls,
-        response_cache_hits=outcome.cache_hits,
-        cached_tokens=outcome.cached_tokens,
-        duration_ms=outcome.duration_ms,
-        disclosure=Disclosure(l1=len(outcome.offered)),
-    )
+    state.plan_ms = outcome.duration_ms
+    state.plan_offered = len(outcome.offered)
     rt.emit(
         "plan.done",
         job=state.job_id,
         steps=[s.skill for s in outcome.plan.steps],
         no_fit=outcome.plan.no_fit.reason if outcome.plan.no_fit else None,
-        tokens=outcome.tokens_in + outcome.tokens_out,
+        tokens=outcome.spent.tokens,
         offered=len(outcome.offered),
         searches=len(outcome.searches),
     )
 
 
-def _plan(state: GoalState, rt: Runtime, model: BudgetedModel, feedback: Sequence[str] = ()) -> PlanOutcome:
+def _plan(state: GoalState, rt: Runtime, model: LedgerModel, feedback: Sequence[str] = ()) -> PlanOutcome:
     """One plan call over the goal's shortlist (the whole library when it is small), within the plan's and the
     goal's budgets (``model`` refuses a request once the goal's budget is spent)."""
     selection = rt.settings.selection
@@ -133,7 +127,7 @@ def _plan(state: GoalState, rt: Runtime, model: BudgetedModel, feedback: Sequenc
         assert index is not None
         return [by_id[h.id] for h in index.search(query, k=8, exclude=exclude) if h.id in by_id]
 
-    used = state.plan_metrics.model_calls
+    used = plan_spending(state).model_calls
     return make_plan(
         state.request.goal,
         shortlist.skills,
@@ -158,7 +152,7 @@ def act_step(state: GoalState, index: int, rt: Runtime, *, feedback: Sequence[st
     if step_dir.exists():
         shutil.rmtree(step_dir)
     board = Blackboard.from_snapshot(state.blackboard)
-    budget = GoalBudget.of(state, rt.settings.limits, rerun=index)  # an earlier try is among the superseded
+    budget = GoalBudget.of(state, rt.settings.limits)
     request = ActRequest(
         goal=state.request.goal,
         skill_id=step.skill,
@@ -175,7 +169,7 @@ def act_step(state: GoalState, index: int, rt: Runtime, *, feedback: Sequence[st
     rt.emit("act.started", job=state.job_id, step=index, skill=step.skill)
     result = execute_skill(
         request,
-        model=rt.model,
+        model=goal_model(state, rt.model, rt.settings.limits, "act", step=index, guarded=False),
         library=rt.library,
         settings=rt.settings,
         out_dir=step_dir,
@@ -286,22 +280,17 @@ def replan(state: GoalState, stuck: int, rt: Runtime) -> bool:
     rt.emit("reflect.replan", job=state.job_id, step=stuck, skill=failed.skill_id)
     record = Replan(step=stuck, skill=failed.skill_id, reason=f"{failed.exit_reason}: {why}")
     state.replan_log.append(record)
-    model = BudgetedModel(rt.model, GoalBudget.of(state, rt.settings.limits))
+    model = goal_model(state, rt.model, rt.settings.limits, "replan")
+    mark = state.ledger.mark()
     try:
         outcome = _plan(state, rt, model, feedback)
     except (WorkflowError, BudgetExceeded) as e:
         rt.emit("reflect.replan_failed", job=state.job_id, error=e.message)
         record.outcome = f"no usable plan: {e.message}"
-        _count(state.plan_metrics, model)  # the requests it made before giving up still count
-        record.plan_calls = model.calls
+        record.plan_calls = state.ledger.since(mark).model_calls  # the requests it made before giving up count
         return False
-    state.plan_metrics.tokens_in += outcome.tokens_in
-    state.plan_metrics.tokens_out += outcome.tokens_out
-    state.plan_metrics.model_calls += outcome.model_calls
-    state.plan_metrics.response_cache_hits += outcome.cache_hits
-    state.plan_metrics.cached_tokens += outcome.cached_tokens
-    state.plan_metrics.duration_ms += outcome.duration_ms
-    record.plan_calls = outcome.model_calls
+    state.plan_ms += outcome.duration_ms
+    record.plan_calls = outcome.spent.model_calls
     if not outcome.plan.steps:
         no_fit = outcome.plan.no_fit
         record.outcome = "no skill fits the remaining work" + (f": {no_fit.reason}" if no_fit and no_fit.reason else "")
@@ -318,12 +307,6 @@ def replan(state: GoalState, stuck: int, rt: Runtime) -> bool:
     state.results = state.results[:stuck]
     state.retried = [i for i in state.retried if i < stuck]
     return True
-
-
-def _count(metrics: GoalMetrics, model: BudgetedModel) -> None:
-    metrics.tokens_in += model.tokens_in
-    metrics.tokens_out += model.tokens_out
-    metrics.model_calls += model.calls
 
 
 def _slug(skill_id: str) -> str:

@@ -34,7 +34,7 @@ def test_a_plan_whose_runaway_text_was_cut_is_used_for_its_complete_steps() -> N
     outcome = make_plan("Write up the minutes", SKILLS, ScriptedModel([cut]))
     assert [s.skill for s in outcome.plan.steps] == ["brand-guidelines", "data/csv-summary", "document-skills/report"]
     assert all(len(e) <= 300 for e in outcome.plan.evaluation)
-    assert outcome.model_calls == 1 and "cut at max_tokens" in outcome.attempts[0]
+    assert outcome.spent.model_calls == 1 and "cut at max_tokens" in outcome.attempts[0]
 
 
 def test_a_plan_cut_before_anything_usable_is_asked_again_once_then_refused() -> None:

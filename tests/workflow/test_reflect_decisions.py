@@ -14,7 +14,8 @@ import pytest
 
 from orchestrator.act.act_io import ActMetrics, ActResult, RemainingBudgets
 from orchestrator.config import Budgets, SelectionSettings
-from orchestrator.workflow.goal import GoalMetrics, GoalState
+from orchestrator.llm.usage_ledger import ModelRequest, UsageLedger
+from orchestrator.workflow.goal import GoalState
 from orchestrator.workflow.plan import NoFit, Plan, PlanStep
 from orchestrator.workflow.reflect import Judge, Refused, Replan, RetryStep, decide
 from orchestrator.workflow.request import GoalRequest
@@ -57,8 +58,18 @@ def _state(
         results=results,
         retried=list(retried),
         replans=replans,
-        plan_metrics=GoalMetrics(model_calls=plan_calls, tokens_in=plan_tokens),
+        ledger=_ledger(plan_calls, plan_tokens, act_calls, act_tokens),
     )
+
+
+def _ledger(plan_calls: int, plan_tokens: int, act_calls: int, act_tokens: int) -> UsageLedger:
+    """The goal's requests: the plan's first one carries its tokens, so does the first step's first one."""
+    ledger = UsageLedger()
+    for i in range(plan_calls):
+        ledger.record(ModelRequest(purpose="plan", charged_to="plan", prompt_tokens=plan_tokens if i == 0 else 0))
+    for i in range(max(act_calls, 1 if act_tokens else 0)):
+        ledger.record(ModelRequest(purpose="act", charged_to="act", step=0, prompt_tokens=act_tokens if i == 0 else 0))
+    return ledger
 
 
 SELECTION = SelectionSettings(replans=1, max_plan_calls=4, plan_token_budget=40_000)
