@@ -2,16 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 
 from orchestrator.act.act_io import ExitReason, RemainingBudgets, StepRecord
 from orchestrator.config import Budgets
-from orchestrator.llm.usage_ledger import Spending, UsageLedger
-
-TIME_UP_MARGIN_S = 0.05
-"""Less of the Act's time than this left counts as none: tools start no more work, and the loop stops asking the
-model (one rule for both, so a tool's "time is used up" never meets a loop that asks again)."""
+from orchestrator.llm.usage_ledger import ModelRequest, Spending, UsageLedger
+from orchestrator.time_budget import TimeBudget
 
 MANY_CALLS = 6
 """An Act with at least this many tool calls, half of them failed, spent its budget on the model's mistakes."""
@@ -23,10 +19,11 @@ class BudgetTracker:
     model requests (its requests are those after ``mark``), never counted by hand."""
 
     budgets: Budgets
+    clock: TimeBudget
+    """The Act's time (``orchestrator.time_budget``: the one rule for "time is up", the tools' too)."""
     records: list[StepRecord] = field(default_factory=list)
     goal_tokens_left: int | None = None
     goal_calls_left: int | None = None
-    started: float = field(default_factory=time.monotonic)
     disk_bytes: int = 0
     ledger: UsageLedger = field(default_factory=UsageLedger)
     mark: int = 0
@@ -39,6 +36,10 @@ class BudgetTracker:
         """What the Act's model requests spent (its turns, Micro-Reflect and a finish's own semantic check)."""
         return self.ledger.since(self.mark)
 
+    def last_request(self) -> ModelRequest:
+        """The ledger's entry of the request the Act made last (what its step records show)."""
+        return self.ledger.requests[-1]
+
     @property
     def tokens(self) -> int:
         """Tokens the budgets count (a cached prompt prefix only when ``count_cached_tokens``)."""
@@ -49,13 +50,13 @@ class BudgetTracker:
         return self.spent().model_calls
 
     def elapsed_ms(self) -> int:
-        return int((time.monotonic() - self.started) * 1000)
+        return self.clock.elapsed_ms()
 
     def exhausted(self) -> ExitReason | None:
         """The first budget that has run out, or None."""
         if self.tool_calls >= self.budgets.max_tool_calls:
             return "budget_tool_calls"
-        if self.elapsed_ms() >= self.budgets.time_budget_ms - TIME_UP_MARGIN_S * 1000:
+        if self.clock.is_up():
             return "budget_time"
         if self.tokens >= self.budgets.token_budget:
             return "budget_tokens"
@@ -68,7 +69,7 @@ class BudgetTracker:
     def remaining(self) -> RemainingBudgets:
         return RemainingBudgets(
             tool_calls=max(0, self.budgets.max_tool_calls - self.tool_calls),
-            time_ms=max(0, self.budgets.time_budget_ms - self.elapsed_ms()),
+            time_ms=int(self.clock.left_s() * 1000),
             tokens=max(0, self.budgets.token_budget - self.tokens),
             disk_mb=round(max(0.0, self.budgets.disk_write_limit_mb - self.disk_bytes / 1_048_576), 3),
         )
@@ -82,7 +83,7 @@ class BudgetTracker:
                 "raise limits.max_tool_calls (ORCH_LIMITS__MAX_TOOL_CALLS) or narrow the goal",
             ),
             "budget_time": (
-                f"time budget used up ({self.elapsed_ms()} ms of {b.time_budget_ms} ms)",
+                f"time budget used up ({self.elapsed_ms()} ms of {int(self.clock.seconds * 1000)} ms)",
                 "raise limits.time_budget_ms (ORCH_LIMITS__TIME_BUDGET_MS) or use a faster model",
             ),
             "budget_tokens": (

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from orchestrator.act.act_io import ActRequest, StepRecord
 from orchestrator.act.blackboard import Blackboard
-from orchestrator.act.budget import TIME_UP_MARGIN_S
 from orchestrator.act.memo import AttemptMemo, MemoStore, SkillMemoFile
 from orchestrator.act.workspace import BuildArea
 from orchestrator.config import Settings
 from orchestrator.sandbox.thumbnails import Thumbnail
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.skills.parsed import Skill
+from orchestrator.time_budget import TimeBudget
 from orchestrator.validate.layout.findings import BRAND_FILE
 from orchestrator.validate.stats import ValidationStats
 
@@ -85,13 +84,8 @@ class ActState:
     replaying: bool = False
     """The Act's opening request was answered from the response cache: it replays an earlier run's conversation, so
     tools answer as they did then (no digests or memo notes that would make the next request differ)."""
-    deadline: float = math.inf
-    """When the Act's time budget ends (``time.monotonic()``); tools that may run long stop by then."""
-
-    def time_left_s(self) -> float:
-        """Seconds of the Act's time budget left; 0 once less than the margin the loop also stops at is left."""
-        left = self.deadline - time.monotonic()
-        return left if left > TIME_UP_MARGIN_S else 0.0
+    clock: TimeBudget = field(default_factory=lambda: TimeBudget(math.inf))
+    """The Act's time; tools that may run long stop by its end (``clock.left_s()``, the loop's rule too)."""
 
 
 @dataclass(frozen=True)

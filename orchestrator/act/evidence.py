@@ -16,7 +16,8 @@ from orchestrator.act.blackboard import Blackboard
 from orchestrator.act.context import ActContext
 from orchestrator.act.memo import ScriptReplay, canonical_digest
 from orchestrator.act.tools import PreparedCall, RepeatedRead, ToolOutcome
-from orchestrator.llm.interface import Message, ToolCall, Usage
+from orchestrator.llm.interface import Message, ToolCall
+from orchestrator.llm.usage_ledger import ModelRequest
 from orchestrator.logs import get_logger
 from orchestrator.prompts import load_prompt, render_prompt
 from orchestrator.validate.validator import ValidationReport
@@ -69,11 +70,15 @@ def _list_inputs(root: Path | None) -> list[str]:
 
 @dataclass(frozen=True)
 class ModelUse:
-    """The model call a step came from: its usage and latency go on the step's first record only."""
+    """The model request a step came from, as the ledger recorded it: its usage and time go on the step's first
+    record only."""
 
-    usage: Usage = Usage()
-    ms: int = 0
+    request: ModelRequest | None = None
     cache_hit: bool = False
+
+    @classmethod
+    def of(cls, request: ModelRequest) -> ModelUse:
+        return cls(request, request.cache_hit)
 
     def later(self) -> ModelUse:
         """What the step's later records carry: whether the call was a cache hit, no usage."""
@@ -95,10 +100,11 @@ def step_record(
     """The one place a step's record is built: the model's usage (on the first record of its response), the tool
     call's reason (from the validated arguments), its outcome's facts, and a finish's validation tokens."""
     use = usage or ModelUse()
-    tokens_in = use.usage.prompt_tokens + (report.tokens_in if report else 0)
-    tokens_out = use.usage.completion_tokens + (report.tokens_out if report else 0)
-    ms = use.ms + (int((time.monotonic() - started) * 1000) if started is not None else 0)
-    cached = {"cache_hit": use.cache_hit, "cached_tokens": use.usage.cached_tokens,
+    request = use.request or ModelRequest(purpose="act")  # a later record of the step: no usage of its own
+    tokens_in = request.prompt_tokens + (report.tokens_in if report else 0)
+    tokens_out = request.completion_tokens + (report.tokens_out if report else 0)
+    ms = request.ms + (int((time.monotonic() - started) * 1000) if started is not None else 0)
+    cached = {"cache_hit": use.cache_hit, "cached_tokens": request.cached_tokens,
               "check_calls": report.model_calls if report else 0}
     if call is None or outcome is None:
         return StepRecord(step=step, kind=kind, reason_short=text[:200] if kind == "model" else text,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 from orchestrator.act.act_io import ActMetrics, ActResult, ExitReason, Unmet
@@ -105,7 +104,7 @@ def finalize(
             f"missing references: {', '.join(state.missing_refs)} ({exit_.why})",
             "add the missing files to the skill or remove the references",
         )
-    if done and time.monotonic() < state.deadline:  # thumbnails count against the Act's time budget
+    if done and not state.clock.is_up():  # thumbnails count against the Act's time budget
         add_thumbnails(ctx, out_dir)  # before persisting: a second run restores them instead of converting again
     if done:
         persist_success(ctx)

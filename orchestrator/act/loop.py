@@ -35,18 +35,19 @@ from orchestrator.errors import ModelError, SandboxError
 from orchestrator.llm.interface import ChatModel, Message, ToolCall
 from orchestrator.llm.usage_ledger import metered
 from orchestrator.prompts import load_prompt, render_prompt
+from orchestrator.time_budget import TimeBudget
 from orchestrator.tracing import tracer
 from orchestrator.validate.validator import ValidationReport
 
 
 def run_act(deps: ActDeps, model: ChatModel, out_dir: Path, *, tools: ToolSet = TOOLS) -> ActResult:
     """Run one skill to completion; returns the typed result (never raises for the model's own failures)."""
-    ctx = ActContext(deps, ActState())
     request = deps.request
+    clock = TimeBudget.of(request.budgets)  # the loop, the tools and the finish all ask it whether time is up
+    ctx = ActContext(deps, ActState(clock=clock))
     model = metered(model, "act")  # every request of the Act is recorded once, in the goal's ledger when it has one
-    budget = BudgetTracker(request.budgets, ctx.state.records, goal_tokens_left=request.goal_tokens_left,
+    budget = BudgetTracker(request.budgets, clock, ctx.state.records, goal_tokens_left=request.goal_tokens_left,
                            goal_calls_left=request.goal_calls_left, ledger=model.ledger, mark=model.ledger.mark())
-    ctx.state.deadline = budget.started + deps.request.budgets.time_budget_ms / 1000
     run = Run(ctx, model, tools, budget, out_dir, initial_messages(ctx))
     while True:
         match _turn(run):
@@ -59,7 +60,6 @@ def run_act(deps: ActDeps, model: ChatModel, out_dir: Path, *, tools: ToolSet = 
 def _turn(run: Run) -> StepResult:
     if (reason := run.budget.exhausted()) is not None:  # acquire
         return Stopped(Exit(reason, *run.budget.describe(reason)))
-    started = time.monotonic()
     try:  # decide
         response = run.model.complete(packed(run), tools=run.tools.specs(), purpose="act")
     except ModelError as e:
@@ -69,7 +69,7 @@ def _turn(run: Run) -> StepResult:
     if state.step == 1:  # the Act's opening request was answered from the cache: it replays an earlier run
         state.replaying = response.cache_hit
     run.messages.append(response.as_message())
-    usage = ModelUse(response.usage, int((time.monotonic() - started) * 1000), response.cache_hit)
+    usage = ModelUse.of(run.budget.last_request())
     if not response.tool_calls and not response.unread_calls:
         log_step(run.ctx, step_record(state.step, "model", usage, text=response.content or ""))
         run.final_message = response.content or ""

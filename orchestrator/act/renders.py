@@ -6,8 +6,6 @@ already looked at is not converted again when the Act ends.
 
 from __future__ import annotations
 
-import time
-
 from orchestrator.act.context import ActContext
 from orchestrator.sandbox.thumbnails import Thumbnail, office_thumbnail
 
@@ -30,7 +28,7 @@ def render_once(ctx: ActContext, source: str, sha: str) -> Thumbnail:
         raise OverCap(f"{qa.thumbnail_max_files} files were already rendered in this Act (qa.thumbnail_max_files)")
     ctx.state.renders_made += 1
     # a render counts against the Act's time budget: it gets what is left of it (and never more than the cap)
-    left_s = max(1.0, ctx.state.deadline - time.monotonic())
+    left_s = max(1.0, ctx.state.clock.left_s())
     thumbnail = office_thumbnail(ctx.deps.build, source, timeout_s=min(ctx.deps.settings.sandbox.timeout_cap_s, left_s),
                                  max_pages=qa.thumbnail_max_pages, keep_pages=qa.thumbnail_pages)
     ctx.state.renders[key] = thumbnail

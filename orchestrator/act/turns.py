@@ -4,7 +4,6 @@ progress and the one Micro-Reflect, and re-reads on a reference cycle. The drive
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -125,7 +124,6 @@ def progress(run: Run, *, progressed: bool) -> StepResult:
 def micro_reflect(run: Run) -> StepResult:
     run.reflected = True
     run.no_progress = 0
-    started = time.monotonic()
     prompt = Message(role="user", content=load_prompt("micro_reflect"))
     try:
         response: ModelResponse = run.model.complete([*packed(run), prompt], purpose="reflect")
@@ -133,7 +131,7 @@ def micro_reflect(run: Run) -> StepResult:
         return Stopped(Exit("model_error", str(e), e.next_step or "check the model settings and retry"))
     run.ctx.state.step += 1
     plan = (response.content or "").strip()[:1200]
-    usage = ModelUse(response.usage, int((time.monotonic() - started) * 1000), response.cache_hit)
+    usage = ModelUse.of(run.budget.last_request())
     log_step(run.ctx, step_record(run.ctx.state.step, "reflect", usage, text=plan[:400]))
     if any(repeats(plan, m.content or "") for m in (prompt, *run.messages[-3:]) if m.role != "assistant"):
         plan = ""  # the runtime's own words given back are no re-plan

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from types import FrameType
 
 from orchestrator.config import Settings
+from orchestrator.time_budget import act_time_s
 from orchestrator.workflow.phases import PhaseKind
 
 MAX_STEPS_FOR_LIMITS = 8
@@ -26,7 +27,7 @@ def _model_call_s(settings: Settings) -> float:
 
 
 def _act_s(settings: Settings) -> float:
-    return settings.limits.time_budget_ms / 1000 + _model_call_s(settings) + settings.limits.script_timeout_s
+    return act_time_s(settings.limits) + _model_call_s(settings) + settings.limits.script_timeout_s
 
 
 def soft_limit_s(settings: Settings, phase: PhaseKind, steps: int = MAX_STEPS_FOR_LIMITS) -> float:

@@ -3,9 +3,9 @@
     __main__ → cli → worker → workflow → act → {validate, select} → {llm, sandbox, skills} → base
 
 Each area may import the layer right below it and the base modules (config, errors, logs, tokens, prompts,
-tracing, isolation). An upper layer that reaches further down needs a reason, written next to its exception in
-``SKIPS``; an exception no longer used fails too. Read from the source (every ``import`` statement, at any depth),
-so a new module cannot quietly add an edge.
+tracing, isolation, time_budget). An upper layer that reaches further down needs a reason, written next to its
+exception in ``SKIPS``; an exception no longer used fails too. Read from the source (every ``import`` statement, at
+any depth), so a new module cannot quietly add an edge.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 import orchestrator
 
 PACKAGE = Path(orchestrator.__file__).parent
-BASE = {"config", "errors", "logs", "tokens", "prompts", "tracing", "isolation", "egress"}
+BASE = {"config", "errors", "logs", "tokens", "prompts", "tracing", "isolation", "egress", "time_budget"}
 BELOW: dict[str, set[str]] = {
     "__main__": {"cli"},
     "cli": {"api", "worker"},  # operators reach the ledger directly; producers' commands go through the api
@@ -41,6 +41,7 @@ BASE_RULES: dict[str, set[str]] = {
     "logs": set(),
     "tokens": set(),
     "tracing": set(),
+    "time_budget": {"config"},  # the one rule for "the Act's time is up", read by the Act and the worker
     "__init__": set(),
 }
 SKIPS: dict[tuple[str, str], str] = {

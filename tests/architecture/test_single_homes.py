@@ -31,6 +31,12 @@ HOMES = {
     "save_evidence": "workflow/evidence.py",
     "write_evidence": "workflow/evidence.py",
     "Runtimes": "workflow/runtime.py",
+    "UsageLedger": "llm/usage_ledger.py",
+    "LedgerModel": "llm/usage_ledger.py",
+    "Spending": "llm/usage_ledger.py",
+    "TimeBudget": "time_budget.py",
+    "TIME_UP_MARGIN_S": "time_budget.py",
+    "act_time_s": "time_budget.py",
 }
 """The one definition of each single-home rule: a second ``def``/``class``/assignment of the name anywhere fails."""
 MAX_LINES = {"workflow/machine.py": 100, "worker/phases.py": 300}

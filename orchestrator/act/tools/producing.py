@@ -153,7 +153,7 @@ def template_expand(ctx: ActContext, args: TemplateExpandArgs) -> ToolOutcome:
         return violation(str(e), f"path escape: {args.template_path}")
     except (SkillError, FileNotFoundError, SandboxError, UnicodeDecodeError) as e:
         return fail(render_prompt("errors/cannot_read_template", template_path=args.template_path, error=e))
-    left_s = ctx.state.time_left_s()
+    left_s = ctx.state.clock.left_s()
     if left_s == 0:
         return fail(render_prompt("errors/not_rendered_act_s"))
     try:
@@ -238,7 +238,7 @@ def _validate_schema(ctx: ActContext, args: ValidateArgs) -> ToolOutcome:
         return violation(str(e), "path escape in validate")
     except Exception as e:  # noqa: BLE001 - unreadable file, bad schema file: all fixable by the model
         return fail(render_prompt("errors/cannot_validate", error_type=type(e).__name__, error=e))
-    left_s = ctx.state.time_left_s()
+    left_s = ctx.state.clock.left_s()
     if left_s == 0:
         return fail(render_prompt("errors/not_checked_act_s"))
     yaml_text = bool(args.path and args.path.endswith((".yaml", ".yml")))

@@ -455,7 +455,7 @@ def diff(ctx: ActContext, args: DiffArgs) -> ToolOutcome:
         note = render_prompt("notes/diff_too_large", a_path=args.a_path, b_path=args.b_path, a_chars=len(a),
                              b_chars=len(b), cap=DIFF_MAX_CHARS)
         return ToolOutcome(ok=True, data={"identical": a == b, "too_large": True, "note": note})
-    left_s = ctx.state.time_left_s()
+    left_s = ctx.state.clock.left_s()
     if left_s == 0:
         return fail(render_prompt("errors/not_compared_act_s"))
     try:  # in a bounded child: stopped at its own limit or at the end of the Act's time budget, whichever is first
