@@ -91,7 +91,7 @@ def test_thumbnails_are_not_started_once_the_acts_time_budget_is_spent(write_ski
     started = time.monotonic()
     result = act("deck", FunctionModel(answer), skills_root=skills_root, settings=settings, out_dir=tmp_path / "out",
                  qa_mode="off", sandbox=sandbox_runner, budgets=Budgets(time_budget_ms=1500))
-    assert result.status == "done"
+    assert result.status == "done", (result.exit_reason, result.final_message, result.evidence_summary)
     assert [r.tool for r in result.evidence_summary if r.tool == "thumbnail"] == []
     assert not any(a.type == "thumbnail" for a in result.artifacts)
     assert time.monotonic() - started < 8
