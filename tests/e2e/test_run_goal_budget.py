@@ -28,9 +28,12 @@ def test_a_goal_out_of_model_calls_is_neither_retried_nor_re_planned_and_says_wh
     assert returncode == 1 and result["status"] == "unmet"
     assert [t["purpose"] for t in trace] == ["plan", "act", "act"]  # the server was asked three times, no more
     assert result["metrics"]["model_calls"] == 3 and result["plan_calls"] == 1
-    assert result["notes"] == [
+    assert result["notes"][0] == (
         "not retried after step 1 (meeting-notes) stayed unmet: goal budget spent (3 of 3 model calls used)"
-    ]
+    )
+    [named] = result["notes"][1:]  # and the one note that names the model (issue 31)
+    assert named.startswith("not finished because of the model scripted:")
+    assert "meeting-notes (validation_failed)" in named
     assert [s["skill"] for s in result["plan"]["steps"]] == ["meeting-notes"]  # what was done is reported
     assert result["replans"] == []
 

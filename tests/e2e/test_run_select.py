@@ -52,9 +52,12 @@ def test_a_spent_plan_budget_ends_the_goal_unmet_saying_so_and_claims_no_artifac
     assert returncode == 1 and result["status"] == "unmet"
     assert [t["purpose"] for t in trace] == ["plan", *["act"] * 4]  # no second plan call
     assert result["plan_calls"] == 1 and result["replans"] == []
-    assert result["notes"] == [
+    assert result["notes"][0] == (
         "not re-planned after step 1 (meeting-notes) stayed unmet: plan budget spent (40000 of 40000 plan tokens used)"
-    ]
+    )
+    [named] = result["notes"][1:]  # and the one note that names the model (issue 31)
+    assert named.startswith("not finished because of the model scripted:")
+    assert "meeting-notes (validation_failed)" in named
     assert [u["what"] for u in result["unmet"]] == ["summary.json", "chart.png"]
     assert result["artifacts"] == [] and list(out.iterdir()) == []
 
@@ -64,9 +67,12 @@ def test_a_goal_out_of_plan_calls_is_not_re_planned_either(cli_env, tmp_path):
     returncode, result, trace = _run("replan.yaml", tmp_path / "out", cli_env)
     assert returncode == 1 and result["status"] == "unmet"
     assert [t["purpose"] for t in trace] == ["plan", *["act"] * 4]
-    assert result["notes"] == [
+    assert result["notes"][0] == (
         "not re-planned after step 1 (meeting-notes) stayed unmet: plan budget spent (1 of 1 plan calls used)"
-    ]
+    )
+    [named] = result["notes"][1:]  # and the one note that names the model (issue 31)
+    assert named.startswith("not finished because of the model scripted:")
+    assert "meeting-notes (validation_failed)" in named
     assert result["artifacts"] == [] and list((tmp_path / "out").iterdir()) == []
 
 
