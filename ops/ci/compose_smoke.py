@@ -1,8 +1,10 @@
 """CI smoke suite on the compose stack: what a producer and an operator do, end to end, on the real images.
 
 Builds the images (skipped when up to date), brings the stack up under a project name of its own with free
-loopback ports, submits a small batch of goals through the producer (``submit --wait``) on this host against the
-stack's redis, requires every job ``done`` with its artifacts on disk, submits the first goal once more and requires
+loopback ports (only the API and Flower are published: Redis stays on the stack's network), makes a producer key as
+an operator does (``docker-compose exec api python -m orchestrator keys create``), submits a small batch of goals
+through the API (``submit --wait`` with the key, no Redis credentials), requires every job ``done`` with its
+artifacts on disk, submits the first goal once more and requires
 it ``done`` with its model replies from the response cache, checks that Flower's API lists the tasks
 and that Flower's tasks page, loaded in headless Chromium, shows their names; Redis and Flower run with a fresh
 password and login (as ``compose env --write`` generates them) and refuse clients without; then ``down -v``, always.
@@ -37,7 +39,6 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-import redis
 from pptx import Presentation
 
 from orchestrator.logs import mask_secrets
@@ -194,11 +195,17 @@ def check_jobs(
     return problems
 
 
-def producer_env(env: dict[str, str], api_port: int) -> dict[str, str]:
+def operator(compose: list[str], env: dict[str, str], *argv: str, service: str = "api", check: bool = True) -> str:
+    """An operator's command inside the stack (Redis is not published): ``docker-compose exec SERVICE ...``."""
+    return run([*compose, "exec", "-T", service, *argv], env=env, check=check)
+
+
+def producer_env(compose: list[str], env: dict[str, str], api_port: int) -> dict[str, str]:
     """A producer's environment: the API's URL and a key of its own from ``keys create``, no Redis credentials."""
     base = f"http://127.0.0.1:{api_port}"
     wait_for("the API", lambda: http_get(f"{base}/healthz", None)[0] == 200, 120)
-    created = json.loads(run([PY, "-m", "orchestrator", "keys", "create", "smoke-producer", "--json"], env=env))
+    created = json.loads(operator(compose, env, "python", "-m", "orchestrator", "keys", "create", "smoke-producer",
+                                  "--json"))
     key = str(created["key"])
     hide(key)
     producer = {k: v for k, v in env.items() if k not in {"ORCH_BROKER_URL", "ORCH_REDIS_PASSWORD"}}
@@ -246,20 +253,23 @@ def check_repeat(env: dict[str, str], line: dict[str, Any], job_id: str) -> list
     return []
 
 
-def check_redis_auth(port: int, password: str) -> list[str]:
-    """The stack's Redis answers only with its password: no password and a wrong one are refused."""
+def check_redis_closed(compose: list[str], env: dict[str, str]) -> list[str]:
+    """The stack's Redis is published nowhere, and inside the stack answers only with its password."""
     problems = []
-    for label, url in [("no password", f"redis://127.0.0.1:{port}/0"),
-                       ("a wrong password", f"redis://:wrong-{password}@127.0.0.1:{port}/0")]:
-        try:
-            redis.Redis.from_url(url, socket_connect_timeout=5).set("smoke:intruder", "1")
-            problems.append(f"the stack's Redis accepted a write with {label}")
-        except redis.AuthenticationError:
-            pass
-        except redis.ResponseError as e:  # NOAUTH comes back as a plain error reply
-            if "NOAUTH" not in str(e) and "WRONGPASS" not in str(e):
-                problems.append(f"the stack's Redis answered {label} with {e}")
-    if not redis.Redis.from_url(f"redis://:{password}@127.0.0.1:{port}/0", socket_connect_timeout=5).ping():
+    container = run([*compose, "ps", "-q", "redis"], env=env).strip()
+    ports = json.loads(run(["docker", "inspect", "--format", "{{json .NetworkSettings.Ports}}", container]))
+    if any(bindings for bindings in (ports or {}).values()):
+        problems.append(f"the stack's Redis is published on the host: {ports}")
+    attempts = {
+        "no password": ["env", "-u", "REDISCLI_AUTH", "redis-cli", "set", "smoke:intruder", "1"],
+        "a wrong password": ["env", "REDISCLI_AUTH=wrong-password-of-the-smoke", "redis-cli", "set", "smoke:intruder",
+                             "1"],
+    }
+    for label, argv in attempts.items():
+        answer = operator(compose, env, *argv, service="redis", check=False)
+        if "NOAUTH" not in answer and "WRONGPASS" not in answer:
+            problems.append(f"the stack's Redis answered a write with {label}: {answer.strip()[:200]}")
+    if operator(compose, env, "redis-cli", "ping", service="redis").strip() != "PONG":
         problems.append("the stack's Redis does not answer with its password")
     return problems
 
@@ -389,7 +399,7 @@ def main() -> int:
     run_id = f"smoke-{int(time.time())}-{secrets.token_hex(2)}"
     workdir = Path(tempfile.mkdtemp(prefix="compose-smoke-", dir=os.environ.get("SMOKE_TMP")))
     compose = compose_command()
-    redis_port, flower_port, api_port = free_port(), free_port(), free_port()
+    flower_port, api_port = free_port(), free_port()
     output_root = workdir / "out"
     cache_dir = workdir / "cache"
     cache_dir.mkdir(mode=0o700)
@@ -406,12 +416,10 @@ def main() -> int:
         **os.environ,
         **{k: str(v) for k, v in host_env.items()},
         "COMPOSE_PROJECT_NAME": run_id.replace("-", ""),
-        "ORCH_REDIS_PORT": str(redis_port),
         "ORCH_FLOWER_PORT": str(flower_port),
         "ORCH_API_PORT": str(api_port),
         "ORCH_FLOWER_AUTH": auth,
         "ORCH_REDIS_PASSWORD": password,
-        "ORCH_BROKER_URL": f"redis://:{password}@127.0.0.1:{redis_port}/0",
         "ORCH_OUTPUT_ROOT": str(output_root),
         "ORCH_CACHE_DIR": str(cache_dir),
         "ORCH_WORKER_ENV_FILE": str(worker_env),
@@ -427,11 +435,11 @@ def main() -> int:
         run([*compose, "up", "-d"], env=env, timeout=300)
         base = f"http://127.0.0.1:{flower_port}"
         wait_for("Flower", lambda: http_get(f"{base}/api/workers", auth)[0] == 200, 120)
-        if problems := check_redis_auth(redis_port, password):
+        if problems := check_redis_closed(compose, env):
             raise SmokeFailure("; ".join(problems))
         # The producer's path: a key made by the operator, then submit, jobs and --download through the API only
         # (no Redis URL in the producer's environment).
-        producer = producer_env(env, api_port)
+        producer = producer_env(compose, env, api_port)
         lines = goal_lines(run_id, mode)
         failing = failing_line(run_id)
         goals = workdir / "goals.jsonl"
@@ -460,7 +468,7 @@ def main() -> int:
         if failed_uuid:
             problems += check_flower_failed_pages(chromium, base, auth, failed_uuid, str(failed.get("reason")), 1)
         # Last: its tasks would take rows of Flower's first tasks page (15) from the batch's.
-        problems += check_repeat(env, lines[0], f"{run_id}-again")
+        problems += check_repeat(producer, lines[0], f"{run_id}-again")
         if problems:
             raise SmokeFailure("; ".join(problems))
         elapsed = time.monotonic() - started

@@ -88,8 +88,9 @@ def env_cmd(
         bool,
         typer.Option(
             "--broker-url",
-            help="Print only the URL producers on this host use to reach the stack's Redis (password included), "
-            "read from .env: export ORCH_BROKER_URL=$(python -m orchestrator compose env --broker-url).",
+            help="Print only the URL an operator's CLI on this host uses to reach the stack's Redis (password "
+            "included; published on the loopback by compose.operator.yaml), read from .env: "
+            "export ORCH_BROKER_URL=$(python -m orchestrator compose env --broker-url).",
         ),
     ] = False,
     as_json: JsonFlag = False,

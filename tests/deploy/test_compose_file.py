@@ -15,15 +15,18 @@ from orchestrator.deploy import hostenv
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def compose_config(env: dict[str, str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+def compose_config(
+    env: dict[str, str], tmp_path: Path, files: tuple[str, ...] = ("compose.yaml",)
+) -> subprocess.CompletedProcess[str]:
     binary = shutil.which("docker-compose")
     if binary is None:
         pytest.fail("docker-compose is required (bash ops/setup.sh installs Debian's docker-compose)")
-    # A copy, so a developer's .env beside the real file does not leak into the test.
-    shutil.copy(ROOT / "compose.yaml", tmp_path / "compose.yaml")
+    # Copies, so a developer's .env beside the real files does not leak into the test.
+    for name in files:
+        shutil.copy(ROOT / name, tmp_path / name)
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("ORCH_", "DOCKER_GID", "COMPOSE_"))}
     return subprocess.run(
-        [binary, "-f", str(tmp_path / "compose.yaml"), "config"],
+        [binary, *(arg for name in files for arg in ("-f", str(tmp_path / name))), "config"],
         cwd=tmp_path,
         env={**clean, **env},
         capture_output=True,
@@ -103,10 +106,12 @@ def test_workers_and_flower_reach_redis_with_its_password_which_never_shows_in_a
     script = redis["command"][-1]
     assert redis["command"][:2] == ["sh", "-c"] and "requirepass $$REDISCLI_AUTH" in script
     assert password not in " ".join(redis["command"])  # the server reads it on stdin, not in its argv
-    for name in ("worker", "flower"):
+    for name in ("worker", "flower", "api"):
         service = config["services"][name]
         assert service["environment"]["ORCH_REDIS_PASSWORD"] == password
-        assert "redis://:$$ORCH_REDIS_PASSWORD@redis:6379/0" in service["command"][-1]
+        # what the service and an operator's `docker-compose exec SERVICE python -m orchestrator ...` use
+        assert service["environment"]["ORCH_BROKER_URL"] == f"redis://:{password}@redis:6379/0"
+        assert "ORCH_BROKER_URL=$${ORCH_STACK_BROKER_URL:-$$ORCH_BROKER_URL}" in service["command"][-1]
         assert password not in " ".join(service["command"])
 
 
@@ -123,12 +128,22 @@ def test_redis_persists_append_only_into_a_named_volume(config: dict) -> None:
     assert "redis-data" in config["volumes"]
 
 
-def test_flower_and_redis_are_published_on_the_loopback_only(config: dict) -> None:
-    for name in ("flower", "redis"):
-        for port in config["services"][name].get("ports", []):
+def test_only_the_api_and_flower_are_published_and_on_the_loopback_only(config: dict) -> None:
+    published = {name: svc["ports"] for name, svc in config["services"].items() if svc.get("ports")}
+    assert set(published) == {"api", "flower"}, published  # Redis stays on the stack's network
+    for name, ports in published.items():
+        for port in ports:
             assert str(port).startswith("127.0.0.1:"), f"{name} publishes {port} beyond the loopback"
-    assert not config["services"]["worker"].get("ports")
-    assert not config["services"]["scripted-llm"].get("ports")
+
+
+def test_the_operator_override_publishes_redis_on_the_loopback(host_env: dict, tmp_path: Path) -> None:
+    done = compose_config(host_env, tmp_path, ("compose.yaml", "compose.operator.yaml"))
+    assert done.returncode == 0, done.stderr
+    services = yaml.safe_load(done.stdout)["services"]
+    assert [str(p) for p in services["redis"]["ports"]] == ["127.0.0.1:6380:6379/tcp"]
+    assert {n for n, svc in services.items() if svc.get("ports")} == {"api", "flower", "redis"}
+    moved = compose_config({**host_env, "ORCH_REDIS_PORT": "7001"}, tmp_path, ("compose.yaml", "compose.operator.yaml"))
+    assert [str(p) for p in yaml.safe_load(moved.stdout)["services"]["redis"]["ports"]] == ["127.0.0.1:7001:6379/tcp"]
 
 
 def test_flower_requires_the_generated_basic_auth_login(host_env: dict, tmp_path: Path) -> None:
