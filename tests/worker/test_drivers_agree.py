@@ -231,6 +231,7 @@ def test_a_goal_out_of_its_budget_ends_unmet_the_same_through_run_and_a_worker(
         assert result.notes == [
             "steps 2-3 (notes-b, notes-c) not run: goal budget spent (4 of 4 model calls used)",
             "not re-planned after step 1 (notes-a) stayed unmet: goal budget spent (4 of 4 model calls used)",
+            "not finished because of the model function-model: notes-a (budget_goal); a stronger model may finish it",
         ]
         assert [(a.path, a.partial) for a in result.artifacts] == [(f"page-{n}.md", True) for n in range(3)]
     assert len(model.calls) == 4
