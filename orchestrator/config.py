@@ -346,6 +346,20 @@ class SelectionSettings(_Section):
     """The similarity's weight next to the lexical score (both scaled to [0, 1] per query)."""
     embed_max_tokens: int = Field(48, ge=8, le=256)
     """Tokens of each skill's name and description that are embedded (cost of a cold index grows with it)."""
+    embeddings_url: str = ""
+    """An OpenAI-compatible server (base URL ending in ``/v1``: vLLM, Ollama, llama.cpp, LM Studio) whose
+    ``/embeddings`` ranks skills by meaning instead of the bundled model; empty: the bundled model. When the server
+    fails or answers something unusable, the bundled model is used (and a warning logged)."""
+    embeddings_model: str = ""
+    """The model that server embeds with (required with ``embeddings_url``)."""
+
+    @model_validator(mode="after")
+    def _embeddings_server_names_its_model(self) -> SelectionSettings:
+        if self.embeddings_url and not self.embeddings_model:
+            raise ValueError("selection.embeddings_url needs selection.embeddings_model (the server's model name)")
+        if self.embeddings_url and not self.embeddings_url.startswith(("http://", "https://")):
+            raise ValueError("selection.embeddings_url must be an http:// or https:// URL")
+        return self
 
 
 MODEL_PROFILES: dict[str, dict[str, Any]] = {

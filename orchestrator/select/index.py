@@ -20,6 +20,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.config import SelectionSettings
+from orchestrator.errors import ModelError
 from orchestrator.logs import get_logger
 from orchestrator.select.lexical import FIELD_WEIGHTS, LexicalRanker, bilingual_terms, tokenize
 from orchestrator.select.semantic import (
@@ -29,6 +30,7 @@ from orchestrator.select.semantic import (
     SemanticRanker,
     embed_text,
     fuse,
+    server_embedder,
     shipped_embedder,
 )
 from orchestrator.skills.loader import SkillLibrary
@@ -231,10 +233,20 @@ class SkillIndex:
     ) -> SkillIndex:
         """The index of ``summaries`` as ``settings`` (:class:`~orchestrator.config.SelectionSettings`) ask:
         fused with the shipped sentence embedder when ``semantic`` is on and its package is installed."""
+        docs = skill_docs(library, summaries)
+        if settings.semantic and (server := server_embedder(settings)) is not None:
+            try:
+                return cls.build(docs, cache_dir, embedder=server, semantic_weight=settings.semantic_weight)
+            except ModelError as e:
+                _log.warning(
+                    "select.embeddings_failed",
+                    model=server.model_id,
+                    error=str(e),
+                    for_="skills",
+                    reason="the embeddings server failed; skills are ranked with the bundled model",
+                )
         embedder = shipped_embedder(settings.embed_max_tokens) if settings.semantic else None
-        return cls.build(
-            skill_docs(library, summaries), cache_dir, embedder=embedder, semantic_weight=settings.semantic_weight
-        )
+        return cls.build(docs, cache_dir, embedder=embedder, semantic_weight=settings.semantic_weight)
 
     @property
     def semantic(self) -> bool:

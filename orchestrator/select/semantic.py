@@ -23,6 +23,8 @@ from typing import Any, Protocol
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from orchestrator.config import SelectionSettings
+from orchestrator.errors import ModelError
 from orchestrator.logs import get_logger
 from orchestrator.select.encoder import BertEncoder
 from orchestrator.select.gloss import english_reading
@@ -47,8 +49,11 @@ _BATCH = 32
 class Embedder(Protocol):
     """Turns texts into L2-normalised vectors (one row per text)."""
 
-    model_id: str
-    dimensions: int
+    @property
+    def model_id(self) -> str: ...
+
+    @property
+    def dimensions(self) -> int: ...
 
     def embed(self, texts: Sequence[str], *, max_tokens: int | None = None) -> np.ndarray: ...
 
@@ -72,7 +77,13 @@ class SemanticRanker:
         dictionary English first, as skills' descriptions are (the model reads English)."""
         if not len(self.vectors) or not query.strip():
             return np.zeros(len(self.vectors), dtype=np.float32)
-        query_vector = self.embedder.embed([english_reading(query)], max_tokens=QUERY_MAX_TOKENS)[0]
+        try:
+            query_vector = self.embedder.embed([english_reading(query)], max_tokens=QUERY_MAX_TOKENS)[0]
+        except ModelError as e:
+            # The skills' vectors are the server's: another model's vector of the goal would mean nothing next to
+            # them, so this goal is ranked by its words.
+            _log.warning("select.embeddings_failed", model=self.embedder.model_id, error=str(e), for_="goal")
+            return np.zeros(len(self.vectors), dtype=np.float32)
         return np.asarray(self.vectors @ query_vector, dtype=np.float32)
 
 
@@ -244,3 +255,14 @@ def load_embedder(model: ShippedModel = MINILM, max_tokens: int = EMBED_MAX_TOKE
 def shipped_embedder(max_tokens: int = EMBED_MAX_TOKENS) -> BertEmbedder | None:
     """The embedder whose files ship in the installed wheels, checked once per process (see :func:`load_embedder`)."""
     return load_embedder(MINILM, max_tokens)
+
+
+def server_embedder(settings: SelectionSettings) -> Embedder | None:
+    """The user's own embeddings server when ``selection.embeddings_url`` names one (see
+    :class:`orchestrator.llm.embeddings.ServerEmbedder`); None otherwise."""
+    if not settings.embeddings_url:
+        return None
+    # Deferred: the model client is loaded only when a server is configured.
+    from orchestrator.llm.embeddings import ServerEmbedder
+
+    return ServerEmbedder(settings.embeddings_url, settings.embeddings_model)
