@@ -72,17 +72,18 @@ class ServerEmbedder:
         except openai.APIError as e:
             failure = f"the embeddings server failed: {type(e).__name__}: {e}"
             raise self._error(failure, ModelErrorCode.UNREACHABLE) from e
-        data = sorted(answer.data or [], key=lambda d: d.index)
-        if [d.index for d in data] != list(range(len(texts))):
-            raise self._error(f"the embeddings server answered {len(data)} vectors for {len(texts)} texts")
-        sizes = {len(d.embedding) for d in data}
+        try:
+            vectors = _vectors_in(answer, len(texts))
+        except (AttributeError, TypeError, ValueError) as e:
+            raise self._error(f"the embeddings server's answer is not a list of embeddings: {e}") from e
+        sizes = {len(v) for v in vectors}
         size = sizes.pop() if len(sizes) == 1 else 0
         if not 0 < size <= MAX_DIMENSIONS or (self._dimensions is not None and size != self._dimensions):
             raise self._error(f"the embeddings server's vectors have {sorted(sizes | {size})} dimensions")
-        if not all(isinstance(x, float | int) and math.isfinite(x) for d in data for x in d.embedding):
+        if not all(isinstance(x, float | int) and math.isfinite(x) for v in vectors for x in v):
             raise self._error("the embeddings server's vectors hold values that are not finite numbers")
         self._dimensions = size
-        return np.asarray([d.embedding for d in data], dtype=np.float32)
+        return np.asarray(vectors, dtype=np.float32)
 
     def _error(self, message: str, code: ModelErrorCode = ModelErrorCode.EMPTY_ANSWER) -> ModelError:
         return ModelError(
@@ -93,3 +94,15 @@ class ServerEmbedder:
             "ORCH_SELECTION__EMBEDDINGS_URL to use the bundled model",
             model=self.model,
         )
+
+
+def _vectors_in(answer: object, count: int) -> list[list[float]]:
+    """The vectors of an embeddings answer in input order; ValueError unless there is one per input."""
+    data = list(getattr(answer, "data", None) or [])
+    by_index = {int(d.index): d.embedding for d in data}
+    if len(data) != count or sorted(by_index) != list(range(count)):
+        raise ValueError(f"{len(data)} vectors for {count} texts")
+    vectors = [by_index[i] for i in range(count)]
+    if not all(isinstance(v, list) for v in vectors):
+        raise ValueError("an embedding is not a list of numbers")
+    return vectors

@@ -56,6 +56,10 @@ class EmbeddingsServer:
             vectors = [[float("nan")] * SIZE for _ in texts]
         elif self.answer == "ragged":
             vectors = [v[: SIZE - i] for i, v in enumerate(vectors)]
+        elif self.answer == "not-a-list":
+            return 200, {"object": "list", "data": "no vectors today", "model": body["model"]}
+        elif self.answer == "strings":
+            vectors = [["0.1"] * SIZE for _ in texts]
         data = [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)]
         return 200, {"object": "list", "data": data, "model": body["model"], "usage": {"prompt_tokens": 1}}
 
@@ -115,7 +119,7 @@ def test_skills_and_goals_are_embedded_by_the_configured_server(server, tmp_path
     assert not any("bakery" in text for text in server.inputs[before + 1 :])
 
 
-@pytest.mark.parametrize("answer", ["short", "nan", "ragged"])
+@pytest.mark.parametrize("answer", ["short", "nan", "ragged", "not-a-list", "strings"])
 def test_a_server_answering_nonsense_is_refused_and_the_bundled_model_ranks(server, tmp_path, answer):
     server.answer = answer
     settings = SelectionSettings(embeddings_url=server.url, embeddings_model="my-embedder")
