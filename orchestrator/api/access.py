@@ -13,7 +13,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from orchestrator.errors import OrchestratorError
-from orchestrator.worker.ledger import JobRecord, Ledger, batch_ids, owned_ids
+from orchestrator.worker.indexes import batch_ids, owned_ids
+from orchestrator.worker.ledger import Ledger
+from orchestrator.worker.records import JobRecord
 from orchestrator.workflow.request import job_id_ok
 
 

@@ -18,7 +18,7 @@ import redis
 from orchestrator.api.files import unpack_checked
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.worker.export import MAX_FILES, MAX_TOTAL_BYTES
-from orchestrator.worker.ledger import JobRecord
+from orchestrator.worker.records import JobRecord
 from orchestrator.worker.submit import SubmitReport
 
 URL_ENV = "ORCH_API_URL"  # the CLI checks the same two names before it loads this module (cli/remote.py)

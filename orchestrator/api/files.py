@@ -18,7 +18,8 @@ from orchestrator.api.access import ApiRefusal
 from orchestrator.config import Settings
 from orchestrator.logs import dumps_safe, mask_value
 from orchestrator.worker.export import MAX_FILE_BYTES, read_job_files
-from orchestrator.worker.ledger import TERMINAL, JobRecord, Ledger
+from orchestrator.worker.ledger import Ledger
+from orchestrator.worker.records import TERMINAL, JobRecord
 from orchestrator.worker.tenancy import own_out_dir
 
 MANIFEST = "manifest.json"

@@ -11,7 +11,9 @@ import time
 from orchestrator.api.access import ApiRefusal
 from orchestrator.api.keys import ApiKey
 from orchestrator.config import Settings
-from orchestrator.worker.ledger import TERMINAL, Ledger, owner_key
+from orchestrator.worker.indexes import owner_key
+from orchestrator.worker.ledger import Ledger
+from orchestrator.worker.records import TERMINAL
 from orchestrator.worker.submit import MB, Checked
 
 

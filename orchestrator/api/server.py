@@ -29,7 +29,8 @@ from orchestrator.config import Settings
 from orchestrator.errors import OrchestratorError
 from orchestrator.worker import control
 from orchestrator.worker.dispatch import enqueue_phase
-from orchestrator.worker.ledger import TERMINAL, JobRecord, Ledger
+from orchestrator.worker.ledger import Ledger
+from orchestrator.worker.records import TERMINAL, JobRecord
 from orchestrator.worker.submit import SubmitReport, check_batch_id, parse_lines, submit_lines
 from orchestrator.worker.views import no_worker_note, shown_state, summary, workers_view
 from orchestrator.workflow.steps import new_job_id

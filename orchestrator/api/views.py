@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from orchestrator.config import Settings
-from orchestrator.worker.ledger import JobRecord, Ledger
+from orchestrator.worker.ledger import Ledger
+from orchestrator.worker.records import JobRecord
 from orchestrator.worker.views import batch_report, no_worker_note, summary
 
 

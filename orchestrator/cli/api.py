@@ -11,7 +11,7 @@ import typer
 from orchestrator.cli.common import fail, notice, state
 from orchestrator.cli.ledger_access import open_ledger
 from orchestrator.errors import OrchestratorError
-from orchestrator.worker.ledger import JobRecord
+from orchestrator.worker.records import JobRecord
 from orchestrator.worker.views import batch_report, workers_view
 
 

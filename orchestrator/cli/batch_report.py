@@ -17,7 +17,7 @@ import plotly.graph_objects as go
 from orchestrator.cli.common import plain
 from orchestrator.config import Settings
 from orchestrator.logs import mask_secrets
-from orchestrator.worker.ledger import JobRecord
+from orchestrator.worker.records import JobRecord
 from orchestrator.worker.views import reason_of, shown_state
 
 STATE_COLOURS = {"done": "#2e7d32", "unmet": "#f9a825", "failed": "#c62828", "cancelled": "#6a1b9a"}

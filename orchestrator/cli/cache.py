@@ -19,6 +19,7 @@ import typer
 
 from orchestrator.cli.common import emit_json, fail, plain, state
 from orchestrator.errors import ConfigError, OrchestratorError
+from orchestrator.workflow.folders import jobs_folder
 
 app = typer.Typer(no_args_is_help=True)
 DAY_S = 86400
@@ -47,7 +48,7 @@ def _size(path: Path) -> int:
 def _entries(cache_dir: Path) -> list[tuple[str, Path]]:
     """(kind, path) of each removable unit: every job folder, and each part of the store."""
     units: list[tuple[str, Path]] = []
-    for kind, folder in (("job", cache_dir / "jobs"), ("store", cache_dir / "store")):
+    for kind, folder in (("job", jobs_folder(cache_dir)), ("store", cache_dir / "store")):
         if folder.is_dir() and not folder.is_symlink():
             units += [(kind, child) for child in sorted(folder.iterdir())]
     return units

@@ -18,7 +18,8 @@ from orchestrator.errors import OrchestratorError
 from orchestrator.logs import dumps_safe, mask_value
 from orchestrator.worker.blobs import BlobStore
 from orchestrator.worker.export import BLOB_TTL_S, MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES
-from orchestrator.worker.ledger import TERMINAL, JobRecord, Ledger
+from orchestrator.worker.ledger import Ledger
+from orchestrator.worker.records import TERMINAL, JobRecord
 from orchestrator.worker.tenancy import own_out_dir
 
 EXIT_INCOMPLETE = 1

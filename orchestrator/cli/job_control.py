@@ -7,7 +7,8 @@ from pathlib import Path
 from orchestrator.cli.common import emit_json, notice
 from orchestrator.cli.download import download
 from orchestrator.config import Settings
-from orchestrator.worker.ledger import RERUNNABLE, Ledger
+from orchestrator.worker.ledger import Ledger
+from orchestrator.worker.records import RERUNNABLE
 from orchestrator.worker.submit import next_run
 from orchestrator.workflow import phases
 

@@ -30,8 +30,9 @@ from orchestrator.cli.remote import (
 )
 from orchestrator.config import Settings
 from orchestrator.errors import ConfigError, OrchestratorError
-from orchestrator.worker.ledger import JobRecord, Ledger
+from orchestrator.worker.ledger import Ledger
 from orchestrator.worker.names import SHOWN_STATES
+from orchestrator.worker.records import JobRecord
 from orchestrator.worker.views import (
     batch_report,
     no_worker_note,

@@ -16,7 +16,8 @@ from orchestrator.cli.common import emit_json, notice
 from orchestrator.cli.ledger_access import console, literal
 from orchestrator.config import Settings
 from orchestrator.errors import ConfigError
-from orchestrator.worker.ledger import TERMINAL, JobRecord, Ledger
+from orchestrator.worker.ledger import Ledger
+from orchestrator.worker.records import TERMINAL, JobRecord
 
 if TYPE_CHECKING:
     from orchestrator.api.client import ApiClient
@@ -99,7 +100,7 @@ class BatchDoor:
                     for v in self.client.jobs(limit=self.settings.api.list_max, batch=batch)]
         assert self.ledger is not None
         # Deferred: the batch index is read only for a batch.
-        from orchestrator.worker.ledger import batch_ids
+        from orchestrator.worker.indexes import batch_ids
 
         return [r for i in batch_ids(self.ledger, batch) if (r := self.ledger.get(i)) is not None]
 

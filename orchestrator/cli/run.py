@@ -18,6 +18,7 @@ from orchestrator.logs import dumps_safe, mask_value
 from orchestrator.workflow.embedded import GoalInterrupted, bundle_zip
 from orchestrator.workflow.embedded import run_goal as run_workflow
 from orchestrator.workflow.evidence import run_evidence_dir, save_evidence
+from orchestrator.workflow.folders import published_folder
 from orchestrator.workflow.goal import GoalResult
 from orchestrator.workflow.outputs import check_input_files, check_output_dir, check_zip_target
 from orchestrator.workflow.request import GoalRequest, budgeted, default_inputs, parse_budgets, scenario_of
@@ -114,7 +115,7 @@ def run_goal(
                    model=model_spec)
         result = _run_in_process(request, settings, skills, out, model_spec, use_memo=not no_memo)
         if zip_path is not None:
-            job_copy = settings.cache_dir / "jobs" / result.job_id / "published"
+            job_copy = published_folder(settings.cache_dir, result.job_id)
             result.bundle = str(bundle_zip(result, zip_path, job_copy if job_copy.is_dir() else None))
         result.evidence_path = save_evidence(result, run_evidence_dir(settings.cache_dir, result.job_id))
     except OrchestratorError as e:

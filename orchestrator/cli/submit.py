@@ -18,7 +18,8 @@ from orchestrator.cli.common import emit_json, fail, notice, state
 from orchestrator.cli.ledger_access import COLOURS, Outage, console, literal, open_ledger
 from orchestrator.config import Settings
 from orchestrator.errors import ConfigError, OrchestratorError
-from orchestrator.worker.ledger import TERMINAL, JobRecord, Ledger
+from orchestrator.worker.ledger import Ledger
+from orchestrator.worker.records import TERMINAL, JobRecord
 from orchestrator.worker.views import no_worker_note, shown_state, state_label, summary
 
 EXIT_TIMEOUT = 3

@@ -17,12 +17,14 @@ from orchestrator.logs import get_logger, mask_value
 from orchestrator.worker.blobs import BlobStore
 from orchestrator.worker.inputs import materialise
 from orchestrator.worker.jobfiles import claim_output, evidence_dir, job_out_dir, write_owner
-from orchestrator.worker.ledger import JobRecord, JobRequest, Ledger
+from orchestrator.worker.ledger import Ledger
+from orchestrator.worker.records import JobRecord, JobRequest
 from orchestrator.worker.submit import MB
 from orchestrator.worker.tenancy import Refused, check_checkpoint, check_record, job_work_dir
 from orchestrator.worker.views import unmet_reason
 from orchestrator.workflow import phases
 from orchestrator.workflow.evidence import save_evidence
+from orchestrator.workflow.folders import out_folder, work_folder
 from orchestrator.workflow.goal import Checkpoint, GoalResult, GoalState
 from orchestrator.workflow.judge import error_result
 from orchestrator.workflow.phases import Phase
@@ -136,8 +138,8 @@ def _bare_state(settings: Settings, record: JobRecord) -> GoalState:
     return GoalState(
         request=GoalRequest(goal=record.goal, job_id=record.job_id),
         job_id=record.job_id,
-        out_dir=settings.output_root / record.job_id,
-        work_dir=settings.cache_dir / "jobs" / record.job_id,
+        out_dir=out_folder(settings.output_root, record.job_id),
+        work_dir=work_folder(settings.cache_dir, record.job_id),
     )
 
 

@@ -8,7 +8,8 @@ from pydantic import BaseModel
 
 from orchestrator.config import Settings
 from orchestrator.worker.dispatch import enqueue_phase
-from orchestrator.worker.ledger import RERUNNABLE, JobRecord, Ledger
+from orchestrator.worker.ledger import Ledger
+from orchestrator.worker.records import RERUNNABLE, JobRecord
 from orchestrator.worker.submit import next_run
 from orchestrator.workflow import phases
 

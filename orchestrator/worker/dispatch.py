@@ -7,7 +7,8 @@ from typing import Any
 from orchestrator.config import Settings
 from orchestrator.worker.bookkeeping import job_settings
 from orchestrator.worker.celery_app import phase_task
-from orchestrator.worker.ledger import JobRecord, Ledger
+from orchestrator.worker.ledger import Ledger
+from orchestrator.worker.records import JobRecord
 from orchestrator.worker.time_limits import hard_limit_s, soft_limit_s
 from orchestrator.workflow import phases
 

@@ -17,7 +17,7 @@ import redis
 from orchestrator.config import Settings
 from orchestrator.worker.blobs import BlobStore
 from orchestrator.worker.jobfiles import job_out_dir
-from orchestrator.worker.ledger import JobRecord
+from orchestrator.worker.records import JobRecord
 
 MAX_FILE_BYTES = 100 * 1024 * 1024
 MAX_TOTAL_BYTES = 300 * 1024 * 1024

@@ -12,9 +12,11 @@ from typing import Any
 from orchestrator.config import Settings
 from orchestrator.errors import WorkflowError
 from orchestrator.logs import mask_value
-from orchestrator.worker.ledger import JobRecord, Ledger
+from orchestrator.worker.ledger import Ledger
+from orchestrator.worker.records import JobRecord
 from orchestrator.worker.tenancy import STACK_PATTERN, Refused, own_out_dir
 from orchestrator.workflow.evidence import write_evidence
+from orchestrator.workflow.folders import evidence_folder, jobs_folder
 from orchestrator.workflow.request import job_id_ok
 
 OWNERS_DIR = ".orchestrator/owners"
@@ -31,12 +33,12 @@ def evidence_dir(settings: Settings, record: JobRecord) -> Path:
     """``<cache>/jobs/<stack>/<job id>/run-<n>``: a re-run keeps the earlier runs' evidence, and two ledgers sharing
     a cache folder never write over each other's. A stack or job id altered in Redis never leads elsewhere: the
     evidence of such a job (its failure) goes under ``<cache>/jobs/altered/``."""
-    root = (settings.cache_dir / "jobs").resolve()
+    root = jobs_folder(settings.cache_dir).resolve()
     stack = record.stack or "local"
     if not re.fullmatch(STACK_PATTERN, stack) and stack != "local":
         stack = "altered"
     job = record.job_id if job_id_ok(record.job_id) else "altered"
-    folder = root / stack / job / f"run-{max(1, int(record.run))}"
+    folder = evidence_folder(settings.cache_dir.resolve(), stack, job, max(1, int(record.run)))
     if not folder.resolve().is_relative_to(root):
         raise Refused(f"evidence folder of {job} resolves outside {root}", where="evidence")
     return folder

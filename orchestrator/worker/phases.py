@@ -32,8 +32,10 @@ from orchestrator.worker.bookkeeping import (
 )
 from orchestrator.worker.containers import kill_job_containers
 from orchestrator.worker.heartbeat import Heartbeat
-from orchestrator.worker.ledger import Acquire, JobRecord, LeaseLost, Ledger
+from orchestrator.worker.leases import Acquire, LeaseLost
+from orchestrator.worker.ledger import Ledger
 from orchestrator.worker.readiness import is_environment_error
+from orchestrator.worker.records import JobRecord
 from orchestrator.worker.tenancy import library_root, scenario_file
 from orchestrator.worker.time_limits import SoftLimitReached, soft_limit_interrupts
 from orchestrator.workflow import phases

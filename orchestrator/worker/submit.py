@@ -21,8 +21,10 @@ from orchestrator.config import Settings
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.tracing import new_ids
 from orchestrator.worker.blobs import BlobStore
+from orchestrator.worker.indexes import add_to_batch, add_to_owner
 from orchestrator.worker.inputs import InputRef, gather_inputs
-from orchestrator.worker.ledger import RERUNNABLE, JobRecord, JobRequest, Ledger, add_to_batch, add_to_owner
+from orchestrator.worker.ledger import Ledger
+from orchestrator.worker.records import RERUNNABLE, JobRecord, JobRequest
 from orchestrator.worker.tenancy import (
     DEFAULT_LIBRARY,
     check_out,

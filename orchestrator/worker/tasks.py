@@ -27,10 +27,11 @@ from orchestrator.worker.dispatch import enqueue_phase
 from orchestrator.worker.export import export_files
 from orchestrator.worker.heartbeat import Sweeper
 from orchestrator.worker.jobfiles import mark_cancelled
-from orchestrator.worker.ledger import TERMINAL, Ledger
+from orchestrator.worker.ledger import Ledger
 from orchestrator.worker.names import QUEUE
 from orchestrator.worker.phases import PhaseBusy, PhaseContext, job_ended, run_phase
 from orchestrator.worker.readiness import missing
+from orchestrator.worker.records import TERMINAL
 from orchestrator.workflow import phases
 from orchestrator.workflow.runtime import Runtimes
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from orchestrator.config import Settings
 from orchestrator.errors import WorkflowError
+from orchestrator.workflow.folders import out_folder, work_folder
 from orchestrator.workflow.request import JOB_ID_PATTERN, check_job_id
 
 LIBRARY_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$"
@@ -81,7 +82,7 @@ def own_out_dir(settings: Settings, job_id: str, out: str | None) -> Path:
     check_job_id(job_id, where="ledger")
     check_out(out or None, job_id)  # a record without one writes the job's own folder
     root = settings.output_root.resolve()
-    target = (root / job_id).resolve()
+    target = out_folder(root, job_id).resolve()
     if target.parent != root:
         raise Refused(f"output folder of {job_id} resolves outside the output root {root}", where="output")
     return target
@@ -116,7 +117,7 @@ def check_record(record: Any) -> None:
 
 
 def job_work_dir(settings: Settings, job_id: str) -> Path:
-    return settings.cache_dir / "jobs" / check_job_id(job_id, where="ledger")
+    return work_folder(settings.cache_dir, check_job_id(job_id, where="ledger"))
 
 
 def check_checkpoint(state: Any, job_id: str, settings: Settings) -> None:

@@ -27,7 +27,8 @@ import yaml
 from pydantic import BaseModel
 
 from orchestrator.errors import ConfigError
-from orchestrator.worker.ledger import TERMINAL, JobRecord, Ledger
+from orchestrator.worker.ledger import Ledger
+from orchestrator.worker.records import TERMINAL, JobRecord
 from orchestrator.workflow.phases import is_phase_token
 
 

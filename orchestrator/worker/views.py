@@ -13,9 +13,11 @@ from typing import Any
 
 from orchestrator.config import Settings
 from orchestrator.errors import OrchestratorError
-from orchestrator.worker.ledger import JobRecord, Ledger
+from orchestrator.worker.ledger import Ledger
 from orchestrator.worker.names import QUEUE
+from orchestrator.worker.records import JobRecord
 from orchestrator.workflow import phases
+from orchestrator.workflow.folders import out_folder
 
 
 def consumers(ledger: Ledger) -> list[dict[str, Any]]:
@@ -89,7 +91,7 @@ def no_worker_note(ledger: Ledger) -> str | None:
 def out_dir(record: JobRecord, settings: Settings) -> str:
     """The job's output folder as its worker reported it, else where the shared output root puts it."""
     reported = (record.result or {}).get("out_dir")
-    return str(reported) if reported else str(settings.output_root / (record.out or record.job_id))
+    return str(reported) if reported else str(out_folder(settings.output_root, record.out or record.job_id))
 
 
 def evidence_path(record: JobRecord) -> str | None:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.logs import dumps_safe, mask_value
+from orchestrator.workflow.folders import work_folder
 from orchestrator.workflow.goal import GoalResult
 
 
@@ -23,7 +24,7 @@ def save_evidence(result: GoalResult, folder: Path) -> str:
 
 def run_evidence_dir(cache_dir: Path, job_id: str) -> Path:
     """Where ``run`` keeps a goal's evidence."""
-    return cache_dir / "jobs" / job_id
+    return work_folder(cache_dir, job_id)
 
 
 def write_evidence(folder: Path, data: dict[str, Any]) -> str:

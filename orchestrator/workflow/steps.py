@@ -26,6 +26,7 @@ from orchestrator.select.index import SkillIndex, skill_docs
 from orchestrator.select.shortlist import make_shortlist, model_invocable
 from orchestrator.skills.parsed import SkillSummary
 from orchestrator.workflow.budget import GoalBudget, goal_model, plan_spending
+from orchestrator.workflow.folders import PUBLISHED, jobs_folder, work_folder
 from orchestrator.workflow.goal import GoalState, Replan, Suggestion
 from orchestrator.workflow.outputs import check_input_files, check_output_dir, publish_file
 from orchestrator.workflow.plan import PlanOutcome, make_plan
@@ -50,7 +51,7 @@ def start_goal(request: GoalRequest, out_dir: Path, settings: Settings) -> GoalS
     job_id = check_job_id(request.job_id or new_job_id())
     check_input_files(request.inputs)
     check_output_dir(out_dir)
-    work_dir = settings.cache_dir / "jobs" / job_id
+    work_dir = work_folder(settings.cache_dir, job_id)
     inputs_dir = work_dir / "inputs"
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -61,7 +62,7 @@ def start_goal(request: GoalRequest, out_dir: Path, settings: Settings) -> GoalS
             next_step="pass --out DIR naming a folder you can write (it is created when missing)",
         ) from e
     try:
-        for folder in (settings.cache_dir, settings.cache_dir / "jobs", work_dir, work_dir / "published"):
+        for folder in (settings.cache_dir, jobs_folder(settings.cache_dir), work_dir, work_dir / PUBLISHED):
             folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         work_dir.chmod(0o700)  # job folders hold inputs, outputs and evidence: their owner's only
         # Mounted into script containers as /inputs: the sandbox user must read it (the job folder above it
@@ -81,7 +82,7 @@ def start_goal(request: GoalRequest, out_dir: Path, settings: Settings) -> GoalS
 
 def published_dir(state: GoalState) -> Path:
     """The job's own copy of what it published: the only files listed, validated and shown for this goal."""
-    return state.work_dir / "published"
+    return state.work_dir / PUBLISHED
 
 
 def plan_goal(state: GoalState, rt: Runtime) -> None:

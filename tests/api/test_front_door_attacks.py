@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 from api_helpers import ApiServer, goal
 
-from orchestrator.worker.ledger import JobRecord
+from orchestrator.worker.records import JobRecord
 
 
 def _submit(client: httpx.Client, *lines: dict[str, Any], batch: str | None = None, **files: bytes) -> dict[str, Any]:

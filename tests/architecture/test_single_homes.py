@@ -37,6 +37,12 @@ HOMES = {
     "TimeBudget": "time_budget.py",
     "TIME_UP_MARGIN_S": "time_budget.py",
     "act_time_s": "time_budget.py",
+    "JobRecord": "worker/records.py",
+    "Ledger": "worker/ledger.py",
+    "jobs_folder": "workflow/folders.py",
+    "work_folder": "workflow/folders.py",
+    "out_folder": "workflow/folders.py",
+    "evidence_folder": "workflow/folders.py",
 }
 """The one definition of each single-home rule: a second ``def``/``class``/assignment of the name anywhere fails."""
 MAX_LINES = {"workflow/machine.py": 100, "worker/phases.py": 300}
@@ -135,3 +141,71 @@ def test_the_checks_can_fail() -> None:
     body = "\n".join(f"    x{i} = {i}" for i in range(FUNCTION_MAX_LINES))
     long = ast.parse(f"def long():\n{body}\n\nclass C:\n    async def short(self):\n        return 1\n")
     assert _long_functions([("x.py", long)]) == [f"x.py:1 long is {FUNCTION_MAX_LINES + 1} lines"]
+
+
+RECORD_WRITER = ("worker/records.py", {"write", "read", "rerun"})
+"""A job's record key is built only by ``worker/records.py``, and there only in the one writer, the one reader and
+``rerun`` (which names the archive of the run before, for the writer's script to copy the record into)."""
+FOLDERS_HOME = "workflow/folders.py"
+"""A job's folders (``<cache>/jobs/…``, ``<output root>/<job id>``) are joined there only."""
+
+
+def _record_key_uses(modules: list[tuple[str, ast.Module]]) -> list[str]:
+    """Where the record key is named (``_record_key``, or a ``…:job:…`` key spelt), outside its writer and reader."""
+    home, functions = RECORD_WRITER
+    found = []
+    for name, tree in modules:
+        allowed: set[int] = set()
+        if name == home:
+            for node in ast.walk(tree):
+                if isinstance(node, ast.FunctionDef) and node.name in functions | {"_record_key"}:
+                    allowed |= {id(n) for n in ast.walk(node)}
+        for node in ast.walk(tree):
+            named = isinstance(node, ast.Name) and node.id == "_record_key"
+            spelt = isinstance(node, ast.JoinedStr) and any(
+                isinstance(v, ast.Constant) and ":job:" in str(v.value) for v in node.values
+            )
+            if (named or spelt) and id(node) not in allowed:
+                found.append(f"{name}:{node.lineno}")
+    return found
+
+
+def _last_name(node: ast.expr) -> str:
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Call):
+        return _last_name(node.func)
+    return ""
+
+
+def _job_folder_joins(modules: list[tuple[str, ast.Module]]) -> list[str]:
+    """``cache_dir / "jobs"`` and ``output_root / …`` written anywhere but the folders' home."""
+    found = []
+    for name, tree in modules:
+        for node in ast.walk(tree):
+            if name == FOLDERS_HOME or not (isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div)):
+                continue
+            jobs = _last_name(node.left) == "cache_dir" and isinstance(node.right, ast.Constant) and (
+                node.right.value == "jobs")
+            if jobs or _last_name(node.left) == "output_root":
+                found.append(f"{name}:{node.lineno}")
+    return found
+
+
+def test_only_the_records_module_writes_a_job_record_and_through_one_function() -> None:
+    assert _record_key_uses(_modules()) == []
+
+
+def test_a_job_folder_path_is_built_in_one_home() -> None:
+    assert _job_folder_joins(_modules()) == []
+
+
+def test_the_record_and_folder_checks_can_fail() -> None:
+    writer = ast.parse('def update(r, j):\n    r.hset(_record_key(j), "a", 1)\n\n'
+                       'def f(j):\n    return f"orch:job:{j}"\n')
+    assert sorted(_record_key_uses([("worker/records.py", writer)])) == ["worker/records.py:2", "worker/records.py:5"]
+    assert _record_key_uses([("worker/records.py", ast.parse("def write(j):\n    return _record_key(j)\n"))]) == []
+    joins = ast.parse('a = settings.cache_dir / "jobs" / job_id\nb = settings.output_root / job_id\nc = x / "jobs"\n')
+    assert sorted(_job_folder_joins([("worker/x.py", joins)])) == ["worker/x.py:1", "worker/x.py:2"]

@@ -8,7 +8,7 @@ import json
 import time
 
 from orchestrator.cli.batch_report import OUTCOME_COLOURS, STATE_COLOURS, timeline
-from orchestrator.worker.ledger import JobRecord
+from orchestrator.worker.records import JobRecord
 
 HOSTILE = '<img src=x onerror=alert(1)>'
 

@@ -22,8 +22,9 @@ from orchestrator.errors import ModelError, ModelErrorCode, SandboxError, Sandbo
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.testing import FunctionModel, ScriptedModel, json_response, tool_call_response
 from orchestrator.testing.sandbox import InMemorySandbox
-from orchestrator.worker.ledger import JobRecord, JobRequest, Ledger
+from orchestrator.worker.ledger import Ledger
 from orchestrator.worker.phases import PhaseContext, run_phase
+from orchestrator.worker.records import JobRecord, JobRequest
 from orchestrator.workflow.embedded import run_goal
 from orchestrator.workflow.goal import GoalResult
 from orchestrator.workflow.request import BudgetOverrides, GoalRequest, budgeted

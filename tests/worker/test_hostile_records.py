@@ -97,7 +97,7 @@ def test_an_altered_ledger_identity_is_refused_at_submit(ledger_env: Any) -> Non
 
 def test_the_batch_report_escapes_every_label_a_hostile_record_carries(tmp_path: Path) -> None:
     from orchestrator.cli.batch_report import write_report
-    from orchestrator.worker.ledger import JobRecord
+    from orchestrator.worker.records import JobRecord
     from orchestrator.worker.views import batch_report
 
     settings = load_settings(None, output_root=tmp_path / "out", cache_dir=tmp_path / "cache")

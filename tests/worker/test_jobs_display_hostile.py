@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from worker_helpers import Cluster
 
-from orchestrator.worker.ledger import JobRecord
+from orchestrator.worker.records import JobRecord
 
 HOSTILE_GOAL = "[/x] close \x1b]0;pwned\x07 \x1b[2J [bold]loud[/bold] \x9b31m key sk-abcdefghijklmnopqrst"
 

@@ -15,7 +15,8 @@ from redis.retry import Retry
 from worker_helpers import RedisServer
 
 from orchestrator.errors import WorkflowError
-from orchestrator.worker.ledger import JobRecord, Ledger
+from orchestrator.worker.ledger import Ledger
+from orchestrator.worker.records import JobRecord
 from orchestrator.workflow.goal import CHECKPOINT_VERSION, Checkpoint, GoalState
 from orchestrator.workflow.request import GoalRequest
 
@@ -109,7 +110,7 @@ def test_a_phase_redelivered_after_its_worker_died_counts_as_an_attempt(ledger: 
 
 
 def test_commit_is_refused_to_a_worker_that_lost_its_lease(ledger: Ledger, tmp_path: Path) -> None:
-    from orchestrator.worker.ledger import LeaseLost
+    from orchestrator.worker.leases import LeaseLost
 
     _job(ledger)
     _, token, _ = ledger.acquire("j1", "plan", worker="slow", lease_s=30, max_attempts=3)

@@ -10,7 +10,7 @@ import time
 from worker_helpers import Cluster
 
 from orchestrator.config import load_settings
-from orchestrator.worker.ledger import JobRecord
+from orchestrator.worker.records import JobRecord
 from orchestrator.worker.views import shown_state, state_label, summary, waiting_for
 from orchestrator.workflow import phases
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from orchestrator.config import load_settings
 from orchestrator.errors import ModelError
 from orchestrator.worker.bookkeeping import failed
-from orchestrator.worker.ledger import JobRecord
+from orchestrator.worker.records import JobRecord
 
 SECRET_URL = "http://alice:s3cretpass@model.example/v1"
 
