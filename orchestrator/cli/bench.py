@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from orchestrator.cli.common import emit_json, fail, state
 from orchestrator.cli.startup import bench_cli
 from orchestrator.errors import OrchestratorError
-from orchestrator.llm.factory import open_model
-from orchestrator.sandbox.call_bench import bench_sandbox
-from orchestrator.sandbox.docker import Prewarm, SandboxRunner
-from orchestrator.worker.throughput_bench import bench_throughput
-from orchestrator.workflow.planner_bench import DEFAULT_KS, bench_selection, bench_tokens
+
+if TYPE_CHECKING:
+    from orchestrator.sandbox.docker import Prewarm
 
 app = typer.Typer(no_args_is_help=True)
 _PREWARM: dict[str, Prewarm] = {"started": "started", "created": "created", "off": "off"}
@@ -32,6 +30,10 @@ def sandbox_bench(
 ) -> None:
     if prewarm not in _PREWARM:
         raise typer.BadParameter("--prewarm must be started, created or off")
+    # Deferred: what a benchmark measures (the sandbox, the model client, Celery) is not for `bench --help`.
+    from orchestrator.sandbox.call_bench import bench_sandbox
+    from orchestrator.sandbox.docker import SandboxRunner
+
     try:
         settings = state(ctx).settings()
         runner = SandboxRunner(settings.sandbox, work_dir=settings.cache_dir / "sandbox", prewarm=_PREWARM[prewarm])
@@ -62,6 +64,9 @@ def throughput_bench(
     skills: Annotated[Path, typer.Option("--skills", help="Skills folder.")] = Path("skills"),
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
+    # Deferred: what a benchmark measures (the sandbox, the model client, Celery) is not for `bench --help`.
+    from orchestrator.worker.throughput_bench import bench_throughput
+
     try:
         state(ctx).settings()
         report = bench_throughput(goals=goals, workers=workers, think_ms=think_ms, scenario=scenario, skills=skills)
@@ -96,6 +101,10 @@ def selection_bench(
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
+    # Deferred: what a benchmark measures (the sandbox, the model client, Celery) is not for `bench --help`.
+    from orchestrator.llm.factory import open_model
+    from orchestrator.workflow.planner_bench import DEFAULT_KS, bench_selection
+
     ks = tuple(sorted({*DEFAULT_KS, *([k] if k else [])}))
     try:
         settings = state(ctx).settings()
@@ -143,6 +152,9 @@ def tokens_bench(
     ] = Path("ops/scenarios/brand-json.yaml"),
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
+    # Deferred: what a benchmark measures (the sandbox, the model client, Celery) is not for `bench --help`.
+    from orchestrator.workflow.planner_bench import bench_tokens
+
     try:
         result = bench_tokens(skills_dir, scenario, state(ctx).settings())
     except OrchestratorError as e:

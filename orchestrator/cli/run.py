@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -15,14 +15,12 @@ from orchestrator.cli.common import emit_json, fail, notice, plain, state
 from orchestrator.config import Settings
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.logs import dumps_safe, mask_value
-from orchestrator.workflow.embedded import GoalInterrupted, bundle_zip
-from orchestrator.workflow.embedded import run_goal as run_workflow
-from orchestrator.workflow.evidence import run_evidence_dir, save_evidence
 from orchestrator.workflow.folders import published_folder
-from orchestrator.workflow.goal import GoalResult
 from orchestrator.workflow.outputs import check_input_files, check_output_dir, check_zip_target
 from orchestrator.workflow.request import GoalRequest, budgeted, default_inputs, parse_budgets, scenario_of
-from orchestrator.workflow.runtime import Runtimes, RuntimeSpec
+
+if TYPE_CHECKING:
+    from orchestrator.workflow.goal import GoalResult
 
 _PROGRESS = {
     "plan.started": "planning: choosing skills for the goal",
@@ -114,6 +112,10 @@ def run_goal(
             notice("cli.model", f"using model {model_spec} (the default; choose one with --model or ORCH_MODEL)",
                    model=model_spec)
         result = _run_in_process(request, settings, skills, out, model_spec, use_memo=not no_memo)
+        # Deferred: the goal's machinery (model client, Docker SDK, templates, images) is not for `run --help`.
+        from orchestrator.workflow.embedded import bundle_zip
+        from orchestrator.workflow.evidence import run_evidence_dir, save_evidence
+
         if zip_path is not None:
             job_copy = published_folder(settings.cache_dir, result.job_id)
             result.bundle = str(bundle_zip(result, zip_path, job_copy if job_copy.is_dir() else None))
@@ -143,6 +145,11 @@ def _run_in_process(
     request: GoalRequest, settings: Settings, skills: Path, out: Path, model_spec: str, *, use_memo: bool
 ) -> GoalResult:
     """The goal run by the embedded driver; an interrupted run keeps its evidence and exits 130/143."""
+    # Deferred: the goal's machinery (model client, Docker SDK, templates, images) is not for `run --help`.
+    from orchestrator.workflow.embedded import GoalInterrupted
+    from orchestrator.workflow.embedded import run_goal as run_workflow
+    from orchestrator.workflow.runtime import Runtimes, RuntimeSpec
+
     console = Console(stderr=True, soft_wrap=True)
     spec = RuntimeSpec(settings, skills, model_spec, use_memo=use_memo, on_event=_progress_printer(console))
     with Runtimes() as runtimes, runtimes.open(spec) as rt:
@@ -198,6 +205,9 @@ def _check_inputs(skills: Path, out: Path, inputs: list[Path], zip_path: Path | 
 
 def _kept(result: Any, cache_dir: Path) -> None:
     """After a stop: write the evidence and say in one line what was kept."""
+    # Deferred: as in _run_in_process.
+    from orchestrator.workflow.evidence import run_evidence_dir, save_evidence
+
     try:
         result.evidence_path = save_evidence(result, run_evidence_dir(cache_dir, result.job_id))
     except OSError as e:

@@ -15,6 +15,7 @@ UNREACHABLE_REDIS = "redis://127.0.0.1:9/0"  # `jobs ID` fails fast (exit 2) but
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["jobs", "--help"], ["submit", "--help"], ["worker", "--help"],
+                                  ["run", "--help"], ["bench", "--help"], ["bench", "cli", "--help"],
                                   ["--log-level", "info", "jobs", "some-job"]])
 def test_a_ledger_command_and_help_load_no_heavy_library(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ORCH_BROKER_URL", UNREACHABLE_REDIS)
@@ -33,8 +34,8 @@ def test_a_ledger_command_and_help_load_no_heavy_library(argv: list[str], monkey
 
 
 def test_the_probe_sees_a_heavy_import_when_there_is_one() -> None:
-    eager = probe(["jobs", "--help"], mode="eager")
-    assert eager.exit_code == 0 and {"openai", "docker", "numpy"} <= set(eager.heavy())
+    eager = probe(["jobs", "--help"], mode="eager")  # every command module: `sandbox` holds the Docker SDK at its top
+    assert eager.exit_code == 0 and "docker" in eager.heavy()
 
 
 def test_every_command_is_still_there_with_its_options() -> None:
