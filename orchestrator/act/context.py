@@ -10,8 +10,8 @@ from typing import Any
 from orchestrator.act.act_io import ActRequest, StepRecord
 from orchestrator.act.blackboard import Blackboard
 from orchestrator.act.memo import AttemptMemo, MemoStore, SkillMemoFile
-from orchestrator.act.workspace import BuildArea
 from orchestrator.config import Settings
+from orchestrator.sandbox.backend import SandboxJobArea
 from orchestrator.sandbox.thumbnails import Thumbnail
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.skills.parsed import Skill
@@ -28,7 +28,7 @@ class ActDeps:
     settings: Settings
     library: SkillLibrary
     skill: Skill
-    build: BuildArea
+    build: SandboxJobArea
     blackboard: Blackboard
     store: MemoStore | None = None
     prior: SkillMemoFile = field(default_factory=SkillMemoFile)

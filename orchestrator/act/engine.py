@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tempfile
 from pathlib import Path
 
 from orchestrator.act.act_io import ActRequest, ActResult, ExitReason, RemainingBudgets, Unmet
@@ -10,13 +9,13 @@ from orchestrator.act.blackboard import Blackboard
 from orchestrator.act.context import ActDeps
 from orchestrator.act.loop import run_act
 from orchestrator.act.memo import MemoStore, SkillMemoFile, work_identity
-from orchestrator.act.workspace import BuildArea, LocalBuildArea, SandboxBuildArea
 from orchestrator.config import Settings
 from orchestrator.errors import ImageToolMissing
 from orchestrator.llm.interface import ChatModel
 from orchestrator.sandbox.backend import SandboxBackend
 from orchestrator.sandbox.egress import EgressShortfall, resolve_egress
 from orchestrator.sandbox.image import missing_tools
+from orchestrator.sandbox.lazy import LazyJob
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.skills.parsed import Skill
 from orchestrator.skills.tree import tree_hash
@@ -64,21 +63,18 @@ def execute_skill(
         )
         return _refused(request, str(error), error.next_step or "")
     out_dir.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(prefix="orch-build-") as tmp:
-        build: BuildArea
-        if sandbox is not None:
-            build = SandboxBuildArea(
-                sandbox,
-                request.job_id,
-                skill.root,
-                disk_mb=request.budgets.disk_write_limit_mb,
-                inputs_dir=request.inputs_dir,
-                operations=tuple(skill.declarations.operations),
-                goal=request.goal_id or request.job_id,
-                egress=egress,
-            )
-        else:
-            build = LocalBuildArea(Path(tmp) / "build", disk_mb=request.budgets.disk_write_limit_mb)
+    # The job's sandbox starts no container until a script runs; without a sandbox, build/ stays on the host.
+    build = LazyJob(
+        sandbox,
+        request.job_id,
+        skill.root,
+        disk_mb=request.budgets.disk_write_limit_mb,
+        inputs_dir=request.inputs_dir,
+        operations=tuple(skill.declarations.operations),
+        goal=request.goal_id or request.job_id,
+        egress=egress,
+    )
+    try:
         identity = _identity(skill, sandbox) if store is not None else ""
         deps = ActDeps(
             request=request,
@@ -91,10 +87,9 @@ def execute_skill(
             prior=store.load(identity) if store is not None else SkillMemoFile(),
             identity=identity,
         )
-        try:
-            return run_act(deps, model, out_dir)
-        finally:
-            build.close()
+        return run_act(deps, model, out_dir)
+    finally:
+        build.close()
 
 
 REBUILD_HINT = "add the tool to sandbox-image/ and rebuild it (python -m orchestrator sandbox build-image --force)"

@@ -1,17 +1,22 @@
-"""The sandbox seam: what the Act engine, its tools and the workflow see of a sandbox.
+"""The sandbox seam: the one protocol the Act engine, its tools and the workflow see of a sandbox.
 
-:class:`SandboxBackend` opens a job that gives a build area (:class:`SandboxJobArea`) and reports the tools of its
-image. The Docker runner (``orchestrator.sandbox.docker.SandboxRunner``) implements it against the real engine; an
-in-memory fake (``orchestrator.testing.sandbox.InMemorySandbox``) implements it for unit tests of the loop.
+:class:`SandboxBackend` opens jobs (:class:`SandboxJobArea`: one job's ``build/`` and the calls that run against it)
+and reports the tools of its image. The Docker runner (``orchestrator.sandbox.docker.SandboxRunner``) implements it
+against the real engine; the in-memory fake (``orchestrator.testing.sandbox.InMemorySandbox``) implements it for
+unit tests of the loop. The Act never opens a job itself: it holds a :class:`~orchestrator.sandbox.lazy.LazyJob`,
+the one layer that opens the backend's job when a script first runs. ``tests/sandbox/test_job_contract.py`` holds
+both backends to the same behaviour.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Protocol
 
+from orchestrator.errors import PathEscapeError
 from orchestrator.sandbox.egress import EgressPlan
+from orchestrator.sandbox.limits import BUILD_DIR, SKILL_MOUNT
 from orchestrator.sandbox.models import BuildFile, ScriptResult
 
 ScriptArgs = dict[str, Any] | list[Any] | None
@@ -21,13 +26,21 @@ ScriptArgs = dict[str, Any] | list[Any] | None
 class SandboxJobArea(Protocol):
     """One job's ``build/`` (the only writable place) and the scripts that run against it."""
 
-    def write_file(self, rel_path: str, data: bytes) -> BuildFile: ...
+    def write_file(self, rel_path: str, data: bytes) -> BuildFile:
+        """Write ``data`` to ``build/rel_path``; ``SandboxError`` (``disk_full``) when it does not fit."""
+        ...
 
-    def read_file(self, rel_path: str, *, max_bytes: int = ...) -> bytes: ...
+    def read_file(self, rel_path: str, *, max_bytes: int = ...) -> bytes:
+        """The regular file ``build/rel_path`` (at most ``max_bytes``); ``SandboxError`` (``not_found``) if none."""
+        ...
 
-    def list_files(self) -> list[BuildFile]: ...
+    def list_files(self) -> list[BuildFile]:
+        """Every regular file in ``build/`` with its size and sha256."""
+        ...
 
-    def export(self, dest: Path) -> list[BuildFile]: ...
+    def export(self, dest: Path) -> list[BuildFile]:
+        """Copy ``build/`` into the host folder ``dest`` (regular files only)."""
+        ...
 
     def run_script(
         self, script: str, args: ScriptArgs = None, *, argv: Sequence[str] = ..., timeout_s: float = ...
@@ -45,7 +58,9 @@ class SandboxJobArea(Protocol):
         """Files removed from ``build/`` since the last call because they broke its contract."""
         ...
 
-    def close(self) -> None: ...
+    def close(self) -> None:
+        """Remove everything the job made (containers, volumes, staged files); safe to call twice."""
+        ...
 
 
 class SandboxBackend(Protocol):
@@ -78,3 +93,31 @@ class SandboxBackend(Protocol):
     def image_id(self) -> str:
         """The id of the image scripts run in (stored results are reused only for the same one)."""
         ...
+
+
+BUILD_MOUNTS = (f"{SKILL_MOUNT}/{BUILD_DIR}/", f"/{BUILD_DIR}/")
+"""``build/`` as scripts see it (and as models guess it): the same folder under another name."""
+
+
+def clean_build_path(rel_path: str) -> str:
+    """``rel_path`` normalised to a relative POSIX path inside ``build/`` (a leading ``build/``, ``/skill/build/`` or
+    ``/build/`` is accepted).
+
+    Raises ``PathEscapeError`` for a path that would leave ``build/`` and ``ValueError`` for one that names no file.
+    """
+    text = rel_path.strip().replace("\\", "/")
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
+        raise ValueError(f"a file path cannot contain control characters: {rel_path!r}")
+    for mount in BUILD_MOUNTS:  # build/ as scripts see it (or as models guess it): the same folder, not an escape
+        if text.startswith(mount):
+            text = text.removeprefix(mount)
+            break
+    path = PurePosixPath(text)
+    if path.is_absolute() or ".." in path.parts:
+        raise PathEscapeError(f"path must stay inside build/: {rel_path!r}", path=rel_path)
+    parts = [p for p in path.parts if p != "."]
+    if parts and parts[0] == "build":
+        parts = parts[1:]
+    if not parts:
+        raise ValueError(f"not a file path inside build/: {rel_path!r}")
+    return "/".join(parts)

@@ -32,7 +32,7 @@ import requests
 from docker.types import Mount
 
 from orchestrator.config import SandboxSettings
-from orchestrator.errors import SandboxError, SandboxRefused
+from orchestrator.errors import SandboxError, SandboxErrorCode, SandboxRefused
 from orchestrator.logs import get_logger
 from orchestrator.sandbox.browser import browser_call_settings
 from orchestrator.sandbox.buildfolder import HOLDER_BUILD, BuildFolder
@@ -571,7 +571,8 @@ class SandboxJob:
 
     def _check_open(self) -> None:
         if self._closed or self.holder is None:
-            raise SandboxError("the sandbox job is closed", where=f"sandbox:{self.name}", retryable=False)
+            closed = SandboxErrorCode.JOB_CLOSED
+            raise SandboxError("the sandbox job is closed", where=f"sandbox:{self.name}", retryable=False, code=closed)
 
     # -- teardown ---------------------------------------------------------------------------------------------
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from orchestrator.errors import SandboxError, SandboxErrorCode
-from orchestrator.sandbox.backend import ScriptArgs
+from orchestrator.sandbox.backend import SandboxBackend, SandboxJobArea, ScriptArgs
 from orchestrator.sandbox.egress import EgressPlan
 from orchestrator.sandbox.models import BuildFile, ScriptResult
 
@@ -150,3 +150,9 @@ class InMemorySandbox:
 
 def _entry(path: str, data: bytes) -> BuildFile:
     return BuildFile(path=path, size=len(data), sha256=hashlib.sha256(data).hexdigest())
+
+
+if TYPE_CHECKING:  # the fake implements the one sandbox protocol (mypy checks this; nothing runs it)
+
+    def _implements_the_protocol(backend: InMemorySandbox, job: InMemoryJob) -> tuple[SandboxBackend, SandboxJobArea]:
+        return backend, job

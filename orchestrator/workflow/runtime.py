@@ -1,8 +1,9 @@
 """What a goal runs with (:class:`Runtime`), and the one factory that builds it for ``run`` and for workers.
 
 :class:`Runtimes` holds what a process keeps between goals (sandbox runners, scripted model servers) and opens a
-``Runtime`` per goal or per phase. Both drivers get the same sandbox path: a staged job that starts no container
-until a script or program runs, every container traced as a ``container`` span.
+``Runtime`` per goal or per phase. Both drivers get the same sandbox path: the Act opens each skill's job as a
+``sandbox.lazy.LazyJob``, which starts no container until a script or program runs and traces every container as a
+``container`` span.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from orchestrator.act.memo import MemoStore
-from orchestrator.act.staging import StagedSandbox
 from orchestrator.config import Settings
 from orchestrator.errors import OrchestratorError
 from orchestrator.llm.factory import (
@@ -156,7 +156,7 @@ class Runtimes:
 
     def __init__(self, *, keep_models: bool = False) -> None:
         self._keep_models = keep_models
-        self._sandboxes: dict[str, StagedSandbox] = {}
+        self._sandboxes: dict[str, SandboxRunner] = {}
         self._models: OrderedDict[tuple[Any, ...], tuple[OpenAIChatModel, ScenarioServer]] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -185,13 +185,13 @@ class Runtimes:
                 on_event=spec.on_event or (lambda name, data: None),
             )
 
-    def _sandbox(self, settings: Settings) -> StagedSandbox:
+    def _sandbox(self, settings: Settings) -> SandboxRunner:
         """One runner per sandbox settings, reused by every goal; it connects to the Docker engine on first use."""
         # By value, as JSON: the sandbox settings hold dicts (limit profiles), so the model itself is not hashable.
         key = settings.sandbox.model_dump_json()
         with self._lock:
             if key not in self._sandboxes:
-                self._sandboxes[key] = StagedSandbox(SandboxRunner(settings.sandbox))
+                self._sandboxes[key] = SandboxRunner(settings.sandbox)
             return self._sandboxes[key]
 
     @contextmanager

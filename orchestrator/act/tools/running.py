@@ -20,9 +20,9 @@ from orchestrator.act.text import scrub_source_lines
 from orchestrator.act.tools._base import MAX_SCRIPT_FAILURES, ToolArgs, ToolOutcome, fail, is_script, tool, violation
 from orchestrator.act.tools.producing import record_write
 from orchestrator.act.tools.reading import meant_path, nearest_files, tool_path
-from orchestrator.act.workspace import clean_build_path
 from orchestrator.errors import PathEscapeError, SandboxError, SandboxRefused, SkillError
 from orchestrator.prompts import render_prompt, tool_text
+from orchestrator.sandbox.backend import clean_build_path
 from orchestrator.sandbox.models import ScriptResult
 
 STDOUT_SHOWN_CHARS = 4000

@@ -14,10 +14,10 @@ from pydantic import AliasChoices, Field
 from orchestrator.act.context import ActContext
 from orchestrator.act.renders import OverCap, render_once
 from orchestrator.act.tools._base import ToolArgs, ToolOutcome, fail, tool, violation
-from orchestrator.act.workspace import clean_build_path
 from orchestrator.errors import PathEscapeError, SandboxError
 from orchestrator.llm.image_input import ImageLimits, ImageRefused, check_image
 from orchestrator.prompts import render_prompt, tool_text
+from orchestrator.sandbox.backend import clean_build_path
 from orchestrator.sandbox.thumbnails import Thumbnail, is_renderable, page_image
 
 MAX_PAGE = 10_000

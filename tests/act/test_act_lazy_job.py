@@ -1,10 +1,10 @@
-"""A staged sandbox job keeps build/ on the host until something runs, then hands over to the real job intact."""
+"""A lazy sandbox job keeps build/ on the host until something runs, then hands over to the real job intact."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from orchestrator.act.staging import StagedSandbox
+from orchestrator.sandbox.lazy import LazyJob
 from orchestrator.testing.sandbox import InMemorySandbox
 
 
@@ -14,7 +14,7 @@ def _echo(args: object, files: dict[str, bytes]) -> object:
 
 def test_writes_open_no_real_job_until_a_script_runs(tmp_path: Path) -> None:
     backend = InMemorySandbox({"scripts/build.py": _echo})
-    job = StagedSandbox(backend).open_job("j1", tmp_path, disk_mb=5)
+    job = LazyJob(backend, "j1", tmp_path, disk_mb=5)
     job.write_file("brand.json", b"{}")
     assert [f.path for f in job.list_files()] == ["brand.json"]
     assert backend.jobs == []
@@ -23,7 +23,7 @@ def test_writes_open_no_real_job_until_a_script_runs(tmp_path: Path) -> None:
 
 def test_the_real_job_gets_the_declared_operations_the_staged_files_and_the_command_line(tmp_path: Path) -> None:
     backend = InMemorySandbox({"scripts/build.py": _echo}, commands={"soffice": _echo})
-    job = StagedSandbox(backend).open_job("j2", tmp_path, disk_mb=5, operations=["process-chain"])
+    job = LazyJob(backend, "j2", tmp_path, disk_mb=5, operations=["process-chain"])
     job.write_file("outline.json", b'{"title": "Q3"}')
 
     result = job.run_script("scripts/build.py", {"n": 1}, argv=["out.pptx", "60"])
