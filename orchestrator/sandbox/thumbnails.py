@@ -11,11 +11,11 @@ claims. Everything lands in ``build/.thumbnails/<file>/`` (``<stem>.pdf``, ``con
 from __future__ import annotations
 
 from pathlib import PurePosixPath
-from typing import Protocol
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.errors import PathEscapeError, SandboxRefused
+from orchestrator.sandbox.backend import SandboxJobArea
 from orchestrator.sandbox.limits import safe_build_path
 from orchestrator.sandbox.models import ScriptResult
 
@@ -26,10 +26,6 @@ CONTACT_SHEET = "contact.png"
 RENDERER = "/opt/sandbox/render_pages.py"  # shipped in the sandbox image (sandbox-image/render_pages.py)
 CELL_PX = 400
 PAGE_PX = 1280
-
-
-class CommandRunner(Protocol):
-    def run_command(self, argv: list[str], *, timeout_s: float = ...) -> ScriptResult: ...
 
 
 class Thumbnail(BaseModel):
@@ -60,7 +56,7 @@ def thumbnail_folder(rel: str) -> str:
 
 
 def office_thumbnail(
-    job: CommandRunner, rel_path: str, *, timeout_s: float = 60, max_pages: int = 24, keep_pages: bool = False,
+    job: SandboxJobArea, rel_path: str, *, timeout_s: float = 60, max_pages: int = 24, keep_pages: bool = False,
 ) -> Thumbnail:
     """Render ``build/rel_path``: a contact sheet of its pages and page 1 as ``<stem>.png`` (every page too with
     ``keep_pages``), in ``build/.thumbnails/<rel_path>/``.
@@ -94,7 +90,7 @@ def office_thumbnail(
 
 
 def page_image(
-    job: CommandRunner, rel_path: str, page: int, *, timeout_s: float = 60, convert: bool = True
+    job: SandboxJobArea, rel_path: str, page: int, *, timeout_s: float = 60, convert: bool = True
 ) -> Thumbnail:
     """Render page ``page`` (1-based) of ``build/rel_path`` at ``PAGE_PX`` as ``.thumbnails/<rel_path>/page-N.png``.
 
@@ -133,7 +129,7 @@ def _checked(rel_path: str) -> str:
     return rel
 
 
-def _pdf(job: CommandRunner, rel: str, folder: str, timeout_s: float) -> tuple[str | None, list[ScriptResult], str]:
+def _pdf(job: SandboxJobArea, rel: str, folder: str, timeout_s: float) -> tuple[str | None, list[ScriptResult], str]:
     """The PDF to draw: the file itself, or LibreOffice's conversion of it into ``folder``."""
     if rel.lower().endswith(".pdf"):
         return f"build/{rel}", [], ""
