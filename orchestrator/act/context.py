@@ -11,7 +11,7 @@ from orchestrator.act.act_io import ActRequest, StepRecord
 from orchestrator.act.blackboard import Blackboard
 from orchestrator.act.memo import AttemptMemo, MemoStore, SkillMemoFile
 from orchestrator.config import Settings
-from orchestrator.sandbox.backend import SandboxJobArea
+from orchestrator.sandbox.protocol import SandboxJobArea
 from orchestrator.sandbox.thumbnails import Thumbnail
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.skills.parsed import Skill

@@ -12,10 +12,10 @@ from orchestrator.act.memo import MemoStore, SkillMemoFile, work_identity
 from orchestrator.config import Settings
 from orchestrator.errors import ImageToolMissing
 from orchestrator.llm.interface import ChatModel
-from orchestrator.sandbox.backend import SandboxBackend
 from orchestrator.sandbox.egress import EgressShortfall, resolve_egress
 from orchestrator.sandbox.image import missing_tools
 from orchestrator.sandbox.lazy import LazyJob
+from orchestrator.sandbox.protocol import SandboxBackend
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.skills.parsed import Skill
 from orchestrator.skills.tree import tree_hash

@@ -23,10 +23,10 @@ from orchestrator.config import SandboxSettings
 from orchestrator.errors import SandboxError, SandboxErrorCode
 from orchestrator.logs import get_logger
 from orchestrator.sandbox.browser import BROWSER_OPERATION, browser_image_id
+from orchestrator.sandbox.docker_job import SandboxJob
 from orchestrator.sandbox.egress import EgressPlan
 from orchestrator.sandbox.engine import BUILD_IMAGE_HINT, connect, default_work_dir, docker_errors, private_dir
 from orchestrator.sandbox.image import image_tools
-from orchestrator.sandbox.job import SandboxJob
 from orchestrator.sandbox.profiles import apply_operations
 from orchestrator.sandbox.reaper import FOREIGN_GRACE_S, owner_id, reap_orphans
 

@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from orchestrator.errors import SandboxError, SandboxErrorCode, SandboxRefused
-from orchestrator.sandbox.backend import SandboxBackend, SandboxJobArea, ScriptArgs, clean_build_path
 from orchestrator.sandbox.egress import EgressPlan
 from orchestrator.sandbox.models import BuildFile, ScriptResult
+from orchestrator.sandbox.protocol import SandboxBackend, SandboxJobArea, ScriptArgs, clean_build_path
 from orchestrator.tracing import tracer
 
 NO_SANDBOX_STEP = "run with a Docker engine available (bash ops/setup.sh)"

@@ -15,9 +15,9 @@ from pathlib import PurePosixPath
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.errors import PathEscapeError, SandboxRefused
-from orchestrator.sandbox.backend import SandboxJobArea
 from orchestrator.sandbox.limits import safe_build_path
 from orchestrator.sandbox.models import ScriptResult
+from orchestrator.sandbox.protocol import SandboxJobArea
 
 OFFICE_SUFFIXES = frozenset({".pptx", ".docx", ".xlsx", ".ppt", ".doc", ".xls", ".odp", ".odt", ".ods"})
 RENDERABLE_SUFFIXES = OFFICE_SUFFIXES | {".pdf"}

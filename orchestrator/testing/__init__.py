@@ -5,7 +5,7 @@ Nothing in the package imports this folder; ``scripted:`` runs use ``orchestrato
 """
 
 from orchestrator.llm.scenario import ScriptMismatch
-from orchestrator.testing.sandbox import FakeScript, InMemoryJob, InMemorySandbox
+from orchestrator.testing.memory_sandbox import FakeScript, InMemoryJob, InMemorySandbox
 from orchestrator.testing.scripted_model import (
     FunctionModel,
     RecordedCall,

@@ -33,8 +33,8 @@ from orchestrator.llm.openai_client import OpenAIChatModel
 from orchestrator.llm.scenario import load_scenario
 from orchestrator.llm.scenario_server import ScenarioServer, start_scenario_server
 from orchestrator.logs import get_logger
-from orchestrator.sandbox.backend import SandboxBackend
 from orchestrator.sandbox.docker import SandboxRunner
+from orchestrator.sandbox.protocol import SandboxBackend
 from orchestrator.skills.loader import RUNTIME_WORK_DIRS, SkillLibrary
 from orchestrator.skills.read_cache import ReadCache
 from orchestrator.skills.versions import SkillVersion, skill_versions

@@ -9,7 +9,7 @@ from act_helpers import act
 from orchestrator.config import load_settings
 from orchestrator.sandbox.egress import EgressPlan
 from orchestrator.testing import ScriptedModel, tool_call_response
-from orchestrator.testing.sandbox import InMemorySandbox
+from orchestrator.testing.memory_sandbox import InMemorySandbox
 
 DECLARES = "metadata:\n  network: [api.example.test]\n  secrets: [API_KEY]\n  requires-tools: [ffmpeg]\n"
 

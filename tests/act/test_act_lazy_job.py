@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from orchestrator.sandbox.lazy import LazyJob
-from orchestrator.testing.sandbox import InMemorySandbox
+from orchestrator.testing.memory_sandbox import InMemorySandbox
 
 
 def _echo(args: object, files: dict[str, bytes]) -> object:

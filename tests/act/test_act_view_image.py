@@ -114,7 +114,7 @@ def _render(args, files):  # noqa: ANN001, ANN202 - render_pages.py: a sheet of 
 
 def test_a_deck_is_shown_as_a_contact_sheet_then_one_page_and_rendered_only_once(write_skill, skills_root, settings,
                                                                                   tmp_path):
-    from orchestrator.testing.sandbox import InMemorySandbox
+    from orchestrator.testing.memory_sandbox import InMemorySandbox
 
     write_skill("deck", "Make and check the deck.", files={"scripts/make.py": "x"})
     sandbox = InMemorySandbox({"scripts/make.py": lambda args, files: files.update({"deck.pptx": b"PK deck"}) or {}},
@@ -143,7 +143,7 @@ def test_a_deck_is_shown_as_a_contact_sheet_then_one_page_and_rendered_only_once
 
 
 def test_renders_per_act_are_capped_by_one_setting(write_skill, skills_root, tmp_path):
-    from orchestrator.testing.sandbox import InMemorySandbox
+    from orchestrator.testing.memory_sandbox import InMemorySandbox
 
     settings = load_settings(cache_dir=tmp_path / "cache", qa={"thumbnail_max_files": 1})
     write_skill("deck", "Make two decks.", files={"scripts/make.py": "x"})

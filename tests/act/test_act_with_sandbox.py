@@ -8,7 +8,7 @@ from act_helpers import act, expect_files
 
 from orchestrator.config import Budgets
 from orchestrator.testing import ScriptedModel, text_response, tool_call_response
-from orchestrator.testing.sandbox import InMemorySandbox
+from orchestrator.testing.memory_sandbox import InMemorySandbox
 
 MAKE_REPORT = """\
 import json, sys

@@ -18,9 +18,9 @@ import pytest
 from sandbox_helpers import leftovers
 
 from orchestrator.errors import PathEscapeError, SandboxError, SandboxErrorCode
-from orchestrator.sandbox.backend import SandboxBackend
 from orchestrator.sandbox.lazy import HostBuild, LazyJob
 from orchestrator.sandbox.models import ScriptResult
+from orchestrator.sandbox.protocol import SandboxBackend
 from orchestrator.testing import InMemorySandbox
 
 # -- the skill every check runs: real scripts for Docker, the same behaviour as fake scripts for the fake ---------

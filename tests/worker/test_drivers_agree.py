@@ -21,7 +21,7 @@ from orchestrator.config import load_settings
 from orchestrator.errors import ModelError, ModelErrorCode, SandboxError, SandboxErrorCode
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.testing import FunctionModel, ScriptedModel, json_response, tool_call_response
-from orchestrator.testing.sandbox import InMemorySandbox
+from orchestrator.testing.memory_sandbox import InMemorySandbox
 from orchestrator.worker.ledger import Ledger
 from orchestrator.worker.phases import PhaseContext, run_phase
 from orchestrator.worker.records import JobRecord, JobRequest

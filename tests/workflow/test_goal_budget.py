@@ -14,7 +14,7 @@ from orchestrator.config import Settings, load_settings
 from orchestrator.llm.interface import Message, ModelResponse, Purpose, ToolSpec, Usage
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.testing import FunctionModel, json_response, tool_call_response
-from orchestrator.testing.sandbox import InMemorySandbox
+from orchestrator.testing.memory_sandbox import InMemorySandbox
 from orchestrator.workflow.embedded import run_goal
 from orchestrator.workflow.goal import GoalResult
 from orchestrator.workflow.request import GoalRequest

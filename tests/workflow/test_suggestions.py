@@ -11,7 +11,7 @@ from orchestrator.config import load_settings
 from orchestrator.llm.interface import Message, ModelResponse, Purpose, ToolSpec
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.testing import FunctionModel, json_response, tool_call_response
-from orchestrator.testing.sandbox import InMemorySandbox
+from orchestrator.testing.memory_sandbox import InMemorySandbox
 from orchestrator.workflow.embedded import run_goal
 from orchestrator.workflow.request import GoalRequest
 from orchestrator.workflow.runtime import Runtime

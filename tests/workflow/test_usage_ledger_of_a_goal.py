@@ -13,7 +13,7 @@ from orchestrator.config import load_settings
 from orchestrator.llm.usage_ledger import Spending
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.testing import FunctionModel
-from orchestrator.testing.sandbox import InMemorySandbox
+from orchestrator.testing.memory_sandbox import InMemorySandbox
 from orchestrator.workflow import phases
 from orchestrator.workflow.embedded import run_goal
 from orchestrator.workflow.goal import Checkpoint, GoalResult, GoalState

@@ -15,7 +15,7 @@ from orchestrator.act.tools.producing import store_in_build
 from orchestrator.act.tools.reading import input_path, reading_path
 from orchestrator.errors import PathEscapeError, SandboxError, SkillError
 from orchestrator.prompts import render_prompt, tool_text
-from orchestrator.sandbox.backend import clean_build_path
+from orchestrator.sandbox.protocol import clean_build_path
 
 EDIT_MAX_BYTES = 10 * 1024 * 1024
 COPY_MAX_BYTES = 50 * 1024 * 1024

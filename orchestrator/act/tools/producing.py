@@ -28,7 +28,7 @@ from orchestrator.act.tools._base import (
 from orchestrator.act.tools.reading import input_path, nearest_files, reading_path
 from orchestrator.errors import PathEscapeError, SandboxError, SandboxErrorCode, SkillError, ValidationRulesError
 from orchestrator.prompts import render_prompt, tool_text
-from orchestrator.sandbox.backend import clean_build_path
+from orchestrator.sandbox.protocol import clean_build_path
 from orchestrator.tokens import cut_to_tokens
 from orchestrator.validate.rules import ContractRules, ExpectedOutputs
 from orchestrator.validate.validator import validate_outputs

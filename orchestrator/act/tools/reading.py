@@ -29,7 +29,7 @@ from orchestrator.act.tools._base import (
 from orchestrator.errors import PathEscapeError, SandboxError, SkillError
 from orchestrator.isolation import Bound, Bounded, run_bounded
 from orchestrator.prompts import render_prompt, tool_text
-from orchestrator.sandbox.backend import BUILD_MOUNTS
+from orchestrator.sandbox.protocol import BUILD_MOUNTS
 from orchestrator.skills.frontmatter import SKILL_MD
 from orchestrator.skills.read_cache import DEFAULT_MAX_BYTES
 from orchestrator.tokens import estimate_tokens

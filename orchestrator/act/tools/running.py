@@ -22,8 +22,8 @@ from orchestrator.act.tools.producing import record_write
 from orchestrator.act.tools.reading import meant_path, nearest_files, tool_path
 from orchestrator.errors import PathEscapeError, SandboxError, SandboxRefused, SkillError
 from orchestrator.prompts import render_prompt, tool_text
-from orchestrator.sandbox.backend import clean_build_path
 from orchestrator.sandbox.models import ScriptResult
+from orchestrator.sandbox.protocol import clean_build_path
 
 STDOUT_SHOWN_CHARS = 4000
 

@@ -17,7 +17,7 @@ from orchestrator.act.tools._base import ToolArgs, ToolOutcome, fail, tool, viol
 from orchestrator.errors import PathEscapeError, SandboxError
 from orchestrator.llm.image_input import ImageLimits, ImageRefused, check_image
 from orchestrator.prompts import render_prompt, tool_text
-from orchestrator.sandbox.backend import clean_build_path
+from orchestrator.sandbox.protocol import clean_build_path
 from orchestrator.sandbox.thumbnails import Thumbnail, is_renderable, page_image
 
 MAX_PAGE = 10_000

@@ -2,7 +2,7 @@
 
 :class:`SandboxBackend` opens jobs (:class:`SandboxJobArea`: one job's ``build/`` and the calls that run against it)
 and reports the tools of its image. The Docker runner (``orchestrator.sandbox.docker.SandboxRunner``) implements it
-against the real engine; the in-memory fake (``orchestrator.testing.sandbox.InMemorySandbox``) implements it for
+against the real engine; the in-memory fake (``orchestrator.testing.memory_sandbox.InMemorySandbox``) implements it for
 unit tests of the loop. The Act never opens a job itself: it holds a :class:`~orchestrator.sandbox.lazy.LazyJob`,
 the one layer that opens the backend's job when a script first runs. ``tests/sandbox/test_job_contract.py`` holds
 both backends to the same behaviour.

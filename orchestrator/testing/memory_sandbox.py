@@ -1,4 +1,4 @@
-"""An in-memory :class:`~orchestrator.sandbox.backend.SandboxBackend` for unit tests of the Act loop.
+"""An in-memory :class:`~orchestrator.sandbox.protocol.SandboxBackend` for unit tests of the Act loop.
 
 ``build/`` is a dict; a "script" is a Python function registered under its path that gets the args and the files
 and returns what it printed (a JSON value, or a ready :class:`ScriptResult`). No container, no isolation: it is
@@ -13,9 +13,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from orchestrator.errors import SandboxError, SandboxErrorCode
-from orchestrator.sandbox.backend import SandboxBackend, SandboxJobArea, ScriptArgs
 from orchestrator.sandbox.egress import EgressPlan
 from orchestrator.sandbox.models import BuildFile, ScriptResult
+from orchestrator.sandbox.protocol import SandboxBackend, SandboxJobArea, ScriptArgs
 
 FakeScript = Callable[[ScriptArgs, dict[str, bytes]], Any]
 """``fn(args, files) -> stdout JSON | ScriptResult``; it may add, change or remove entries of ``files``.
