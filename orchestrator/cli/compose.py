@@ -10,9 +10,7 @@ import typer
 
 from orchestrator.cli.common import emit_json, fail, state
 from orchestrator.deploy import hostenv
-from orchestrator.deploy.images import ROLES, build_images, project_root
 from orchestrator.errors import OrchestratorError
-from orchestrator.sandbox.engine import connect
 
 app = typer.Typer(no_args_is_help=True)
 
@@ -41,6 +39,10 @@ def build_images_cmd(
     rootfs: Annotated[Path | None, typer.Option("--rootfs", help="Debian rootfs folder to import.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
+    # Deferred: the image builder holds the Docker SDK, which `compose --help` has no use for.
+    from orchestrator.deploy.images import ROLES, build_images
+    from orchestrator.sandbox.engine import connect
+
     if base not in ("auto", "debootstrap", "public"):
         raise typer.BadParameter("--base must be auto, debootstrap or public")
     roles = tuple(only or ROLES)
@@ -95,6 +97,9 @@ def env_cmd(
     ] = False,
     as_json: JsonFlag = False,
 ) -> None:
+    # Deferred: as in build_images_cmd (project_root lives beside the image builder).
+    from orchestrator.deploy.images import project_root
+
     try:
         root = project_root()
         existing = hostenv.read_values(root / ".env")

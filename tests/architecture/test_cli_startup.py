@@ -16,6 +16,7 @@ UNREACHABLE_REDIS = "redis://127.0.0.1:9/0"  # `jobs ID` fails fast (exit 2) but
 
 @pytest.mark.parametrize("argv", [["--help"], ["jobs", "--help"], ["submit", "--help"], ["worker", "--help"],
                                   ["run", "--help"], ["bench", "--help"], ["bench", "cli", "--help"],
+                                  ["compose", "--help"], ["compose", "build-images", "--help"],
                                   ["--log-level", "info", "jobs", "some-job"]])
 def test_a_ledger_command_and_help_load_no_heavy_library(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ORCH_BROKER_URL", UNREACHABLE_REDIS)
