@@ -312,6 +312,12 @@ class WorkerSettings(_Section):
     standby_s: float = Field(60.0, ge=0)
     """After an error of its own environment mid-phase (model unreachable, key rejected, engine down, image
     missing) a worker takes no work for at least this long, then its checks decide: the phase went to others."""
+    requeue_backoff_s: float = Field(2.0, ge=0)
+    """A phase handed back (a graceful stop, an error of the worker's environment or one worth trying again) or
+    taken over from a silent worker waits about this long in the queue before its next attempt, doubling with each
+    attempt after the first (half of it fixed, half random)."""
+    requeue_backoff_max_s: float = Field(60.0, ge=0, le=600)
+    """The longest such wait (well inside the broker's visibility timeout of an hour or more)."""
 
     @property
     def stalled_after_s(self) -> float:

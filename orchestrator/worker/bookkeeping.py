@@ -50,9 +50,10 @@ def job_settings(settings: Settings, request: JobRequest | None) -> Settings:
 
 
 def saved_state(settings: Settings, ledger: Ledger, record: JobRecord, phase: Phase) -> Checkpoint:
-    """The state the phase starts from: a new goal's (its folders made, inputs staged) for Plan, else the last saved."""
+    """The state the phase starts from: a new goal's (its folders made, inputs staged) for the first Plan, else the
+    last saved."""
     check_record(record)  # the ledger is input too: nothing it names is used before it is checked
-    if isinstance(phase, phases.Plan):
+    if isinstance(phase, phases.Plan) and phase.step is None:
         req = record.request
         budgets = job_settings(settings, req)  # budgets within the ceilings, or the job fails here
         request = GoalRequest(
@@ -90,7 +91,7 @@ def record_fields(record: JobRecord, before: GoalState, after: GoalState, phase:
     if isinstance(phase, phases.Plan) or before.plan is None or chosen != [s.skill for s in before.plan.steps]:
         fields.update(plan=chosen, steps_total=len(chosen))
         skills.chosen = rt.skill_versions(chosen)
-        if isinstance(phase, phases.Plan):
+        if isinstance(phase, phases.Plan) and phase.step is None:
             skills.available = rt.skill_versions([s.id for s in rt.library.list()])
     if isinstance(phase, phases.Act):
         act = after.results[phase.index]

@@ -58,7 +58,11 @@ def phase_task(token: str) -> tuple[str, dict[str, Any]]:
     phase = phases.parse(token)
     if isinstance(phase, phases.Done):
         raise ValueError("a goal that is done has no task")
-    return TASK_NAMES[phase.kind], ({"step": phase.index} if isinstance(phase, phases.Act) else {})
+    if isinstance(phase, phases.Act):
+        return TASK_NAMES[phase.kind], {"step": phase.index}
+    if isinstance(phase, phases.Plan) and phase.step is not None:
+        return TASK_NAMES[phase.kind], {"step": phase.step}
+    return TASK_NAMES[phase.kind], {}
 
 
 app = create_app()

@@ -13,12 +13,11 @@ from orchestrator.worker.time_limits import hard_limit_s, soft_limit_s
 from orchestrator.workflow import phases
 
 
-def send_phase(celery_app: Any, settings: Settings, record: JobRecord, phase: str) -> str:
-    """Queue ``phase`` of a job, with time limits from its budgets and readable arguments for Flower; returns the
-    task's id."""
+def send_phase(celery_app: Any, settings: Settings, record: JobRecord, phase: str, *, countdown_s: float = 0.0) -> str:
+    """Queue ``phase`` of a job (``countdown_s``: to run not before that many seconds from now), with time limits
+    from its budgets and readable arguments for Flower; returns the task's id."""
     name, kwargs = phase_task(phase)
     limits_settings = job_settings(settings, record.request)
-    steps = len(record.plan) or 1
     kind = phases.parse(phase).kind
     shown = f"job={record.job_id}"
     if "step" in kwargs:
@@ -30,14 +29,17 @@ def send_phase(celery_app: Any, settings: Settings, record: JobRecord, phase: st
         kwargs=kwargs,
         argsrepr=shown,
         kwargsrepr=f"goal={record.goal[:80]!r}",
-        soft_time_limit=soft_limit_s(limits_settings, kind, steps),
-        time_limit=hard_limit_s(limits_settings, kind, steps),
+        soft_time_limit=soft_limit_s(limits_settings, kind),
+        time_limit=hard_limit_s(limits_settings, kind),
+        countdown=countdown_s if countdown_s > 0 else None,
     )
     return str(sent.id)
 
 
 
 
-def enqueue_phase(celery_app: Any, settings: Settings, ledger: Ledger, record: JobRecord, phase: str) -> None:
+def enqueue_phase(
+    celery_app: Any, settings: Settings, ledger: Ledger, record: JobRecord, phase: str, *, countdown_s: float = 0.0
+) -> None:
     """Send ``phase`` and remember its task id in the ledger (``jobs ID --cancel`` revokes it)."""
-    ledger.update(record.job_id, task_id=send_phase(celery_app, settings, record, phase))
+    ledger.update(record.job_id, task_id=send_phase(celery_app, settings, record, phase, countdown_s=countdown_s))

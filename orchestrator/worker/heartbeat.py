@@ -70,7 +70,8 @@ class Heartbeat:
                 log.warning("heartbeat.failed", job=self._job_id, error=str(e))
 
 
-Requeue = Callable[[str, str], None]
+Requeue = Callable[[str, str, int], None]
+"""Queue ``(job id, phase)`` again, after a backoff grown with the attempts so far."""
 """``requeue(job_id, phase)``"""
 
 
@@ -147,7 +148,7 @@ class Sweeper:
             )
             log.warning("sweep.took_over", job=job_id, phase=phase, attempts=attempts, outcome=outcome, killed=killed)
             if outcome == "requeue":
-                self._requeue(job_id, phase)
+                self._requeue(job_id, phase, attempts)
             else:
                 self._on_failed(job_id)
         return touched

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import redis
 from celery.exceptions import SoftTimeLimitExceeded
@@ -37,7 +37,7 @@ from orchestrator.worker.ledger import Ledger
 from orchestrator.worker.readiness import is_environment_error
 from orchestrator.worker.records import JobRecord
 from orchestrator.worker.tenancy import library_root, scenario_file
-from orchestrator.worker.time_limits import SoftLimitReached, soft_limit_interrupts
+from orchestrator.worker.time_limits import SoftLimitReached, requeue_delay_s, soft_limit_interrupts
 from orchestrator.workflow import phases
 from orchestrator.workflow.goal import Checkpoint
 from orchestrator.workflow.machine import advance
@@ -47,7 +47,13 @@ from orchestrator.workflow.runtime import RuntimeSource, RuntimeSpec
 
 log = get_logger("orchestrator.worker")
 
-Enqueue = Callable[[JobRecord, str], None]
+
+class Enqueue(Protocol):
+    """Queue ``phase`` of the job (``countdown_s``: not before that many seconds from now)."""
+
+    def __call__(self, record: JobRecord, phase: str, *, countdown_s: float = 0.0) -> None: ...
+
+
 EventSink = Callable[[str, dict[str, Any]], None]
 
 
@@ -148,18 +154,21 @@ def run_phase(pc: PhaseContext, job_id: str, phase_token: str) -> str:
 
 
 def _give_back(pc: PhaseContext, record: JobRecord, phase: str, token: str, entry: dict[str, Any], e: GiveBack) -> str:
-    """The phase goes back to the queue (from its last saved state) for another attempt; the job fails only at the
-    attempts cap. A worker whose own environment failed (model server, key, engine, image) stands by meanwhile."""
+    """The phase goes back to the queue (from its last saved state) for another attempt, after a backoff that grows
+    with its attempts (``time_limits.requeue_delay_s``); the job fails only at the attempts cap. A worker whose own
+    environment failed (model server, key, engine, image) stands by meanwhile."""
     pc.kill_containers(record.job_id)
     why = mask_value(f"worker {pc.worker} could not run {phase}: {e.error.message}")
     log.warning("phase.given_back", job=record.job_id, phase=phase, error=why)
     if isinstance(e, WorkerUnfit):
         pc.standby(why)
     outcome = pc.ledger.give_back(record.job_id, token, why=why, max_attempts=pc.settings.worker.max_attempts)
+    delay_s = requeue_delay_s(pc.settings.worker, int(entry["attempt"])) if outcome == "queued" else 0.0
+    waited = {"requeued_after_s": round(delay_s, 3)} if outcome == "queued" else {}
     pc.ledger.add_history(record.job_id, {**entry, "end": time.time(), "outcome": f"given_back:{outcome}",
-                                          "reason": why})
+                                          "reason": why, **waited})
     if outcome == "queued":
-        pc.enqueue(pc.ledger.get(record.job_id) or record, phase)
+        pc.enqueue(pc.ledger.get(record.job_id) or record, phase, countdown_s=delay_s)
     elif outcome == "exhausted":
         job_ended(pc, record.job_id)
     return "given_back" if outcome == "queued" else outcome

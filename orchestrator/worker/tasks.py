@@ -32,6 +32,7 @@ from orchestrator.worker.names import QUEUE
 from orchestrator.worker.phases import PhaseBusy, PhaseContext, job_ended, run_phase
 from orchestrator.worker.readiness import missing
 from orchestrator.worker.records import TERMINAL
+from orchestrator.worker.time_limits import requeue_delay_s
 from orchestrator.workflow import phases
 from orchestrator.workflow.runtime import Runtimes
 
@@ -104,7 +105,8 @@ def _context(task: Task, progress: list[str]) -> PhaseContext:
         settings=settings,
         ledger=ledger,
         worker=f"{task.request.hostname or socket.gethostname()}:{os.getpid()}",
-        enqueue=lambda record, phase: enqueue_phase(app, settings, ledger, record, phase),
+        enqueue=lambda record, phase, countdown_s=0.0: enqueue_phase(app, settings, ledger, record, phase,
+                                                                    countdown_s=countdown_s),
         runtimes=_runtimes(),
         on_event=on_event,
         standby=lambda why: go_standby(task.request.hostname or socket.gethostname(), ledger, why),
@@ -153,20 +155,21 @@ def _phase(task: Task, job_id: str, phase: str) -> dict[str, Any]:
 
 
 @app.task(name="orchestrator.plan", bind=True, throws=(JobFailed, JobCancelled))
-def plan_task(self: Task, job_id: str) -> dict[str, Any]:
-    """Choose the skills for the goal (the L1 catalog), then queue the first act."""
-    return _phase(self, job_id, phases.token(phases.Plan()))
+def plan_task(self: Task, job_id: str, step: int | None = None) -> dict[str, Any]:
+    """Choose the skills for the goal (the L1 catalog), then queue the first act; with ``step``, the re-plan
+    Reflect asked for: a new plan from that step on, then queue its first act (or Reflect, when none came)."""
+    return _phase(self, job_id, phases.token(phases.Plan(step)))
 
 
 @app.task(name="orchestrator.act", bind=True, throws=(JobFailed, JobCancelled))
 def act_task(self: Task, job_id: str, step: int) -> dict[str, Any]:
-    """Run one plan step's skill; queue the next step, or reflect after the last."""
+    """Run one plan step's skill (or retry it, when Reflect asked); queue the next step, or reflect."""
     return _phase(self, job_id, phases.token(phases.Act(step)))
 
 
 @app.task(name="orchestrator.reflect", bind=True, throws=(JobFailed, JobCancelled))
 def reflect_task(self: Task, job_id: str) -> dict[str, Any]:
-    """Retry unmet steps once; queue a re-plan's steps (then Reflect again), or validate and judge: the job ends."""
+    """Queue a retry of an unmet step (an act) or a re-plan (a plan), or validate and judge: the job ends."""
     return _phase(self, job_id, phases.token(phases.Reflect()))
 
 
@@ -331,14 +334,15 @@ def _start_sweeper(sender: Any = None, **_: Any) -> None:
     ledger = Ledger.from_url(settings.broker_url, outage_s=settings.worker.redis_outage_s)
     name = getattr(sender, "hostname", None) or socket.gethostname()
 
-    def requeue(job_id: str, phase: str) -> None:
+    def requeue(job_id: str, phase: str, attempts: int) -> None:
         record = ledger.get(job_id)
-        if record is not None:
-            enqueue_phase(app, settings, ledger, record, phase)
+        if record is not None:  # after a backoff, as a phase handed back is
+            delay_s = requeue_delay_s(settings.worker, max(1, attempts - 1))
+            enqueue_phase(app, settings, ledger, record, phase, countdown_s=delay_s)
 
     def on_failed(job_id: str) -> None:
-        context = PhaseContext(settings=settings, ledger=ledger, worker=name, enqueue=lambda r, p: None,
-                               runtimes=_runtimes())
+        context = PhaseContext(settings=settings, ledger=ledger, worker=name,
+                               enqueue=lambda r, p, countdown_s=0.0: None, runtimes=_runtimes())
         job_ended(context, job_id)
 
     _process["sweeper"] = Sweeper(

@@ -1,5 +1,7 @@
 """Celery time limits per phase, derived from the budgets, and the broker visibility timeout above them all.
 
+A phase is one unit of work (``workflow.phases``): a plan or a re-plan, one Act or one retry of it, one Reflect
+(which queues a retry or a re-plan as a phase of its own, or judges the goal). Each limit is sized for its unit.
 The Act loop enforces ``time_budget_ms`` itself between turns; the task limits are the backstop for a phase stuck
 in one model call or one script. The soft limit leaves the task time to kill the job's containers and record the
 failure; the hard limit kills the worker process if even that hangs.
@@ -7,18 +9,16 @@ failure; the hard limit kills the worker process if even that hangs.
 
 from __future__ import annotations
 
+import random
 import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
 
-from orchestrator.config import Settings
+from orchestrator.config import Settings, WorkerSettings
 from orchestrator.time_budget import act_time_s
 from orchestrator.workflow.phases import PhaseKind
-
-MAX_STEPS_FOR_LIMITS = 8
-"""Reflect may re-run unmet steps: its limit covers this many (a longer plan fails its reflect on the limit)."""
 
 
 def _model_call_s(settings: Settings) -> float:
@@ -30,17 +30,29 @@ def _act_s(settings: Settings) -> float:
     return act_time_s(settings.limits) + _model_call_s(settings) + settings.limits.script_timeout_s
 
 
-def soft_limit_s(settings: Settings, phase: PhaseKind, steps: int = MAX_STEPS_FOR_LIMITS) -> float:
+def soft_limit_s(settings: Settings, phase: PhaseKind) -> float:
     margin = settings.worker.time_limit_margin_s
     if phase == PhaseKind.PLAN:
-        return 2 * _model_call_s(settings) + margin  # an unusable plan is sent back once
+        return 2 * _model_call_s(settings) + margin  # an unusable plan is sent back once (a re-plan's too)
     if phase == PhaseKind.REFLECT:
-        return min(steps, MAX_STEPS_FOR_LIMITS) * _act_s(settings) + _model_call_s(settings) + margin
+        # The final check of the whole output, given the time an Act has, and two model calls: the semantic check
+        # and the SCORED answer.
+        return act_time_s(settings.limits) + 2 * _model_call_s(settings) + margin
     return _act_s(settings) + margin
 
 
-def hard_limit_s(settings: Settings, phase: PhaseKind, steps: int = MAX_STEPS_FOR_LIMITS) -> float:
-    return soft_limit_s(settings, phase, steps) + max(30.0, settings.worker.time_limit_margin_s)
+def hard_limit_s(settings: Settings, phase: PhaseKind) -> float:
+    return soft_limit_s(settings, phase) + max(30.0, settings.worker.time_limit_margin_s)
+
+
+def requeue_delay_s(worker: WorkerSettings, attempt: int, rng: random.Random | None = None) -> float:
+    """How long a phase handed back (or taken over) after its ``attempt``-th attempt waits in the queue: exponential
+    in the attempts (``requeue_backoff_s`` × 2^(attempt - 1), at most ``requeue_backoff_max_s``) with equal jitter,
+    half of it fixed and half random. So a phase is never sent back at once (a worker whose environment just failed
+    is not handed its own phase again in a tight loop), and phases handed back together (a stopped worker's) come
+    back spread out."""
+    full = min(worker.requeue_backoff_max_s, worker.requeue_backoff_s * 2.0 ** min(max(0, attempt - 1), 30))
+    return full / 2 + (rng or random).uniform(0, full / 2)
 
 
 VISIBILITY_MARGIN_S = 600.0
@@ -59,12 +71,14 @@ def at_ceilings(settings: Settings) -> Settings:
 
 
 def visibility_timeout_s(settings: Settings) -> float:
-    """Longer than any phase of any accepted goal may run: the hard limit of the longest phase (Reflect, re-running
-    ``MAX_STEPS_FOR_LIMITS`` steps) with every time budget at its ceiling, plus ``VISIBILITY_MARGIN_S`` (an hour at
-    least). Redis redelivers an unacknowledged task only after this, so a slow phase is never handed to a second
-    worker while the first still runs it; and every budget within the ceilings is accepted. (A dead worker's phase
-    is taken over by the ledger after ``worker.stale_after_s``, long before.)"""
-    return max(MIN_VISIBILITY_S, hard_limit_s(at_ceilings(settings), PhaseKind.REFLECT) + VISIBILITY_MARGIN_S)
+    """Longer than any phase of any accepted goal may run: the hard limit of the longest phase with every time
+    budget at its ceiling, plus ``VISIBILITY_MARGIN_S`` (an hour at least). Redis redelivers an unacknowledged task
+    only after this, so a slow phase is never handed to a second worker while the first still runs it; and every
+    budget within the ceilings is accepted. (A dead worker's phase is taken over by the ledger after
+    ``worker.stale_after_s``, long before.)"""
+    widest = at_ceilings(settings)
+    longest = max(hard_limit_s(widest, kind) for kind in (PhaseKind.PLAN, PhaseKind.ACT, PhaseKind.REFLECT))
+    return max(MIN_VISIBILITY_S, longest + VISIBILITY_MARGIN_S)
 
 
 class SoftLimitReached(BaseException):

@@ -1,7 +1,8 @@
-"""The course of a goal as typed values: ``Plan | Act(index) | Reflect | Done(result)``.
+"""The course of a goal as typed values: ``Plan(step) | Act(index) | Reflect | Done(result)``.
 
-This is the one module that spells a phase as text (``plan``, ``act:N``, ``reflect``, ``end``): the worker keeps
-the token of a job's next phase in its ledger and queues tasks by it; everything else passes typed phases.
+This is the one module that spells a phase as text (``plan``, ``plan:N``, ``act:N``, ``reflect``, ``end``): the
+worker keeps the token of a job's next phase in its ledger and queues tasks by it; everything else passes typed
+phases. One phase is one unit of work: a plan (or a re-plan), one Act (or one retry of it), one Reflect.
 """
 
 from __future__ import annotations
@@ -28,14 +29,16 @@ class PhaseKind(StrEnum):
 
 @dataclass(frozen=True)
 class Plan:
-    """Choose the skills for the goal."""
+    """Choose the skills for the goal; with ``step``, the re-plan Reflect asked for: a new plan of the work from step
+    ``step`` on (the steps before it are kept)."""
 
+    step: int | None = None
     kind = PhaseKind.PLAN
 
 
 @dataclass(frozen=True)
 class Act:
-    """Run step ``index`` of the plan."""
+    """Run step ``index`` of the plan; a step that ran already is run again: the retry Reflect asked for."""
 
     index: int
     kind = PhaseKind.ACT
@@ -43,7 +46,7 @@ class Act:
 
 @dataclass(frozen=True)
 class Reflect:
-    """Retry, re-plan or judge (see ``workflow.reflect.decide``)."""
+    """Decide: queue a retry (an Act) or a re-plan (a Plan), or judge the goal (see ``workflow.reflect.decide``)."""
 
     kind = PhaseKind.REFLECT
 
@@ -58,13 +61,16 @@ class Done:
 
 Phase = Plan | Act | Reflect | Done
 
-_ACT = re.compile(r"^act:(0|[1-9][0-9]{0,5})$")
+_ACT = re.compile(r"act:(0|[1-9][0-9]{0,5})")
+_REPLAN = re.compile(r"plan:(0|[1-9][0-9]{0,5})")
 
 
 def token(phase: Phase) -> str:
     """The phase as the ledger and the task queue spell it."""
     if isinstance(phase, Act):
         return f"{PhaseKind.ACT.value}:{phase.index}"
+    if isinstance(phase, Plan) and phase.step is not None:
+        return f"{PhaseKind.PLAN.value}:{phase.step}"
     return phase.kind.value
 
 
@@ -76,13 +82,15 @@ def parse(text: str) -> Phase:
         return Reflect()
     if text == PhaseKind.DONE.value:
         return Done()
-    if (match := _ACT.match(text)) is not None:
+    if (match := _ACT.fullmatch(text)) is not None:
         return Act(int(match.group(1)))
+    if (match := _REPLAN.fullmatch(text)) is not None:
+        return Plan(int(match.group(1)))
     raise WorkflowError(f"not a phase of a goal: {text[:60]!r}", where="phase", next_step="report it as a bug")
 
 
 def is_phase_token(text: str) -> bool:
-    """True for the token of a phase that runs (``plan``, ``act:N``, ``reflect``)."""
+    """True for the token of a phase that runs (``plan``, ``plan:N``, ``act:N``, ``reflect``)."""
     try:
         return not isinstance(parse(text), Done)
     except WorkflowError:

@@ -1,8 +1,10 @@
 """Reflect's decision, as a pure function of the goal state and the plan budgets.
 
-``decide`` says what Reflect does next; ``workflow.machine`` carries it out. The rules, in order:
+``decide`` says what Reflect does next; ``workflow.machine`` carries it out (a retry and a re-plan are phases of
+their own, each followed by Reflect again). The rules, in order:
 
-1. A plan with no step (no skill fits): judge (the goal ends ``unmet`` with suggestions).
+1. A plan with no step (no skill fits), or a re-plan that found none: judge (the goal ends ``unmet``, with
+   suggestions when no skill fitted at all).
 2. The first step that ended ``unmet`` for a reason another try may fix, and was not retried yet: retry it once —
    unless the goal's own budget (tokens or model calls, ``workflow.budget``) is spent: refused, naming it.
 3. No step stuck (unmet after its retry, or unmet for a reason a retry cannot fix): judge.
@@ -65,7 +67,7 @@ def retryable(result: ActResult) -> bool:
 
 def decide(state: GoalState, selection: SelectionSettings, limits: Budgets) -> Decision:
     """What Reflect does next (see the module docstring for the rules); ``limits`` hold the goal's budget."""
-    if state.plan is None or not state.plan.steps:
+    if state.plan is None or not state.plan.steps or (state.replan_log and not state.replan_log[-1].steps):
         return Judge()
     goal_spent = GoalBudget.of(state, limits).exhausted()
     for index, result in enumerate(state.results):

@@ -98,7 +98,7 @@ def _through_a_worker(tmp_path: Path, skills: Path, redis_server: RedisServer) -
     rt = Runtime(settings=settings, model=_model(), library=SkillLibrary(skills), sandbox=ToolListUnreadableAtStep3({}))
     queued = ["plan"]
     context = PhaseContext(
-        settings=settings, ledger=ledger, worker="w1", enqueue=lambda record, phase: queued.append(phase),
+        settings=settings, ledger=ledger, worker="w1", enqueue=lambda record, phase, **_: queued.append(phase),
         runtimes=FakeRuntimes(rt), remove_containers=lambda settings, job_id: 0,
     )
     ran = []
@@ -149,7 +149,7 @@ def _worker_job(tmp_path: Path, skills: Path, redis_server: RedisServer, model: 
     rt = Runtime(settings=settings, model=model, library=SkillLibrary(skills), sandbox=ToolListUnreadableAtStep3({}))
     queued = ["plan"]
     context = PhaseContext(
-        settings=settings, ledger=ledger, worker="w1", enqueue=lambda record, phase: queued.append(phase),
+        settings=settings, ledger=ledger, worker="w1", enqueue=lambda record, phase, **_: queued.append(phase),
         runtimes=FakeRuntimes(rt), remove_containers=lambda settings, job_id: 0,
     )
     outcomes = []
@@ -216,7 +216,7 @@ def test_a_goal_out_of_its_budget_ends_unmet_the_same_through_run_and_a_worker(
     worker_rt = Runtime(settings=settings, model=model, library=SkillLibrary(skills), sandbox=InMemorySandbox({}))
     queued = ["plan"]
     context = PhaseContext(settings=settings, ledger=ledger, worker="w1", runtimes=JobSettingsRuntimes(worker_rt),
-                           enqueue=lambda record, phase: queued.append(phase), remove_containers=lambda s, j: 0)
+                           enqueue=lambda record, phase, **_: queued.append(phase), remove_containers=lambda s, j: 0)
     ran = []
     while queued:
         ran.append(queued.pop(0))

@@ -1,7 +1,8 @@
 """A graceful stop hands the running phase back: a worker told to stop (SIGTERM, as `docker compose stop` sends it
 to the worker's main process) interrupts its running phase within a few heartbeats, removes the phase's sandbox
 containers, puts the phase back on the queue with the reason, and exits long before the phase would have ended;
-the next worker runs the phase from the last saved state (the plan is not run again).
+the next worker runs the phase from the last saved state (the plan is not run again), no sooner than the backoff
+the hand-back was queued with.
 
 Real Redis (a private server), real Celery workers, real Docker."""
 
@@ -31,7 +32,7 @@ def _container_ids(docker_client, job_id: str) -> set[str]:
 def test_a_graceful_stop_hands_the_running_phase_back_to_the_next_worker(
     cluster: Cluster, docker_client, sandbox_image: str, tmp_path: Path
 ) -> None:
-    cluster.settings_env.update(ORCH_WORKER__HEARTBEAT_S="1")
+    cluster.settings_env.update(ORCH_WORKER__HEARTBEAT_S="1", ORCH_WORKER__REQUEUE_BACKOFF_S="8")
     scenario = tmp_path / "sleeper.yaml"
     scenario.write_text(yaml.safe_dump(SLEEPER, sort_keys=False))
     cluster.start_worker("leaving")
@@ -60,5 +61,11 @@ def test_a_graceful_stop_hands_the_running_phase_back_to_the_next_worker(
     wait_for(lambda: (r := ledger.get("handback")).running and (r.worker or "").startswith("next@"), 90,
              "the next worker to run the phase")
     assert [h["phase"] for h in ledger.get("handback").history].count("plan") == 1  # resumed after the saved plan
+    # Not at once: the first attempt's hand-back waits 4-8 s (half of 8 s fixed, half random) in the queue, though
+    # the next worker stood idle and ready all along.
+    waited = handed[0]["requeued_after_s"]
+    assert 4.0 <= waited <= 8.0, handed[0]
+    started_again = ledger.get("handback").phase_started
+    assert started_again is not None and started_again - handed[0]["end"] >= waited - 0.5, (started_again, handed)
     assert cluster.cli("jobs", "handback", "--cancel").returncode == 0
     wait_for(lambda: not _job_containers(docker_client, "handback"), 60, "the job's containers to be removed")

@@ -61,7 +61,7 @@ def test_a_hostile_value_written_into_redis_fails_the_job_and_writes_nothing_out
     _submit(ledger, settings, "job-1")
     ledger.r.hset("orch:job:job-1", field, json.dumps(value))  # as anyone with write access to Redis could
     before = _files_under(tmp_path) - _files_under(tmp_path / "redis")
-    context = PhaseContext(settings=settings, ledger=ledger, worker="w-test", enqueue=lambda r, p: None,
+    context = PhaseContext(settings=settings, ledger=ledger, worker="w-test", enqueue=lambda r, p, **_: None,
                            runtimes=None)  # type: ignore[arg-type]  # refused before any runtime is opened
     assert run_phase(context, "job-1", "plan") == "ok"
     record = ledger.get("job-1")

@@ -1,5 +1,6 @@
 """Choosing skills on the distributed path (real Redis, a real Celery worker): a goal no skill serves ends unmet
-with suggestions, and Reflect's re-plan is queued as act phases of the new plan, each phase queuing the next."""
+with suggestions, and Reflect queues a retry as the step's act phase and a re-plan as a plan phase of its own,
+whose new plan's steps are queued as act phases, each phase queuing the next."""
 
 from __future__ import annotations
 
@@ -53,8 +54,10 @@ def test_a_goal_no_skill_serves_ends_unmet_with_suggestions_and_no_artifacts(job
 def test_a_re_plan_is_queued_as_new_act_phases_and_the_job_ends_done(jobs: Cluster) -> None:
     job = jobs.job("select-replan")
     assert job["state"] == "done", (job.get("reason"), jobs.log("w1"))
-    # the first reflect retried the step and re-planned; the new plan's step ran as its own act phase
-    assert [h["phase"] for h in job["history"]] == ["plan", "act:0", "reflect", "act:0", "reflect"]
+    # the first reflect queued the step's retry, the second the re-plan; the new plan's step ran as its own act phase
+    assert [h["phase"] for h in job["history"]] == [
+        "plan", "act:0", "reflect", "act:0", "reflect", "plan:0", "act:0", "reflect"
+    ]
     assert job["plan"] == ["data/csv-summary"] and job["steps_total"] == 1
     assert [v["id"] for v in job["skills"]["chosen"]] == ["data/csv-summary"]
     assert sorted(a["path"] for a in job["artifacts"]) == ["chart.png", "summary.json"]
@@ -70,7 +73,9 @@ def test_a_re_plan_is_queued_as_new_act_phases_and_the_job_ends_done(jobs: Clust
 def test_a_re_plan_keeps_the_done_steps_and_queues_the_replaced_one_at_its_index(jobs: Cluster) -> None:
     job = jobs.job("select-replan-tail")
     assert job["state"] == "done", (job.get("reason"), jobs.log("w1"))
-    assert [h["phase"] for h in job["history"]] == ["plan", "act:0", "act:1", "reflect", "act:1", "reflect"]
+    assert [h["phase"] for h in job["history"]] == [
+        "plan", "act:0", "act:1", "reflect", "act:1", "reflect", "plan:1", "act:1", "reflect"
+    ]
     assert job["plan"] == ["brand-guidelines", "data/csv-summary"] and job["steps_total"] == 2
     assert sorted(a["path"] for a in job["artifacts"]) == ["brand.json", "chart.png", "summary.json"]
     [replan] = job["result"]["replans"]

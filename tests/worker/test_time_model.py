@@ -15,7 +15,7 @@ from worker_helpers import REPO, Cluster, goal_line
 from orchestrator.config import load_settings
 from orchestrator.worker.celery_app import create_app
 from orchestrator.worker.submit import parse_lines
-from orchestrator.worker.time_limits import hard_limit_s, visibility_timeout_s
+from orchestrator.worker.time_limits import hard_limit_s, soft_limit_s, visibility_timeout_s
 from orchestrator.workflow.phases import PhaseKind
 from orchestrator.workflow.request import BudgetOverrides, budgeted
 
@@ -71,3 +71,15 @@ def test_a_goal_with_budgets_at_the_ceilings_runs_on_a_worker(shared_cluster: Cl
     done = shared_cluster.cli("submit", "-", "--wait", "--timeout", "300", "--json", stdin=line, timeout=360)
     assert done.returncode == 0, done.stdout + done.stderr
     assert [j["state"] for j in json.loads(done.stdout)["jobs"]] == ["done"]
+
+
+def test_each_phase_is_limited_for_its_one_unit_of_work_as_the_operator_guide_says() -> None:
+    """A retry is an Act phase and a re-plan a Plan phase of their own: no phase's limit covers several Acts, and
+    the numbers the operator guide gives are the ones the workers use."""
+    settings = load_settings()
+    soft = {kind: soft_limit_s(settings, kind) for kind in (PhaseKind.PLAN, PhaseKind.ACT, PhaseKind.REFLECT)}
+    assert max(soft.values()) < 2 * soft[PhaseKind.ACT]
+    guide = " ".join((REPO / "docs" / "guides" / "operator.md").read_text(encoding="utf-8").split())
+    shown = ", ".join(f"{kind.value.capitalize()} {soft[kind]:.0f} s" for kind in soft)
+    assert f"With the defaults: {shown}." in guide
+    assert f"{visibility_timeout_s(settings):,.0f} s with the default ceilings" in guide
