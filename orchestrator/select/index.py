@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 from orchestrator.config import SelectionSettings
 from orchestrator.errors import ModelError
 from orchestrator.logs import get_logger
+from orchestrator.select.gloss import reading_tag
 from orchestrator.select.lexical import FIELD_WEIGHTS, LexicalRanker, bilingual_terms, tokenize
 from orchestrator.select.semantic import (
     EMBED_RECIPE,
@@ -138,7 +139,7 @@ class EntryCache:
     """Per-skill index entries on disk, keyed by content: ``<dir>/<sha[:2]>/<sha>-<id digest>.json``."""
 
     def __init__(self, directory: Path | None) -> None:
-        self.dir = directory / "select" / f"v{INDEX_VERSION}" if directory is not None else None
+        self.dir = directory / "select" / f"v{INDEX_VERSION}{reading_tag()}" if directory is not None else None
 
     def _path(self, doc: SkillDoc) -> Path | None:
         if self.dir is None or not doc.sha256:
