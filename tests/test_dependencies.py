@@ -29,14 +29,18 @@ FIX = "run `bash ops/setup.sh` (it removes them), or `.venv/bin/pip uninstall -y
 USED_WITHOUT_IMPORT = {
     "flower": "run as a program (`celery flower`) by compose and operators",
     "python-multipart": "FastAPI imports it itself to read the API's multipart uploads",
+    "sudachidict-small": "SudachiPy loads it by name, Dictionary(dict='small') (orchestrator/select/japanese.py)",
 }
+#: Extras whose packages the package imports (deferred, with a fallback when they are missing).
+RUNTIME_EXTRAS = ("ja",)
 #: Imported only for type checking (stubs that exist at check time only).
 TYPE_CHECKING_ONLY = {"_typeshed"}
 
 
 def declared() -> set[str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-    return {canonicalize_name(Requirement(text).name) for text in project["dependencies"]}
+    extras = [text for extra in RUNTIME_EXTRAS for text in project["optional-dependencies"][extra]]
+    return {canonicalize_name(Requirement(text).name) for text in [*project["dependencies"], *extras]}
 
 
 def imported_top_level_modules() -> set[str]:
