@@ -73,7 +73,11 @@ class _Reader:
     def morphemes(self, text: str) -> list[tuple[str, str, str, str]]:
         """(surface, dictionary form, part of speech, its subclass) of each word of ``text``."""
         with self._lock:
-            return [(m.surface(), m.dictionary_form(), *m.part_of_speech()[:2]) for m in self._tokenize(text)]
+            try:
+                return [(m.surface(), m.dictionary_form(), *m.part_of_speech()[:2]) for m in self._tokenize(text)]
+            except Exception as e:  # noqa: BLE001 - one unreadable piece must not stop indexing a library
+                _log.warning("select.japanese_unreadable", error=str(e)[:200], chars=len(text))
+                return []
 
     def known(self, word: str) -> bool:
         return bool(self.glosses(word))

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from select_corpus import write_skill
 
 from orchestrator.select import japanese
@@ -122,3 +124,18 @@ def test_without_the_japanese_dictionaries_kanji_are_read_as_chinese_and_nothing
     reading = done.stdout.splitlines()[-1].split()
     assert "count" in reading and "して" in reading  # 計算 through CC-CEDICT; the kana stay unread
     assert "select.japanese_unavailable" in done.stdout + done.stderr
+
+
+_JAPANESE_ISH = st.text(
+    alphabet=st.sampled_from(list("あいうえおのをにはがてしたいるテストーメモリ字落起議録、。「」々〆 aZ09\n\t")),
+    max_size=300,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_JAPANESE_ISH)
+def test_any_mix_of_kana_kanji_marks_and_latin_reads_as_lower_case_english_words_without_japanese(text):
+    reading = english_reading(text)
+    terms = english_terms(text)
+    assert isinstance(reading, str) and not japanese.has_kana(reading)
+    assert all(t.isascii() and t == t.lower() and t.strip() == t and t for t in terms)
