@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from pathlib import Path
@@ -29,6 +30,18 @@ from orchestrator.sandbox.models import BuildFile
 log = get_logger(__name__)
 
 HOLDER_BUILD = "/build"
+EXEC_EXIT_WAIT_S = 5.0
+"""How long the engine may go on reporting a finished holder command as running."""
+
+
+def available_bytes(df_output: str) -> int | None:
+    """The available bytes in the output of ``df -P -B1 PATH`` (its last line's third field from the end,
+    which a file system name with spaces cannot shift); None when the output does not have that shape."""
+    lines = df_output.strip().splitlines()
+    fields = lines[-1].split() if len(lines) >= 2 else []
+    if len(fields) < 6 or not fields[-3].isdigit() or not fields[-2].endswith("%"):
+        return None
+    return int(fields[-3])
 
 
 class BuildFolder:
@@ -65,8 +78,30 @@ class BuildFolder:
                 self.holder, argv, user=f"{uid}:{uid}", workdir="/", environment=sandbox_environment()
             )["Id"]
             output = self._api.exec_start(exec_id)
-            code = self._api.exec_inspect(exec_id).get("ExitCode")
-        return int(code or 0), output.decode("utf-8", errors="replace")
+            code = self.exit_code(exec_id, argv[0])
+        return code, output.decode("utf-8", errors="replace")
+
+    def exit_code(self, exec_id: str, program: str) -> int:
+        """The exit code of the holder command ``exec_id``, once the engine has it.
+
+        The engine may still report the command running for a moment after its output ended; it is asked again
+        until :data:`EXEC_EXIT_WAIT_S`. A command it reports no exit code for (it never ran to its end) is an engine
+        failure, never a success: read as 0, an empty answer passed for a clean run."""
+        deadline = time.monotonic() + EXEC_EXIT_WAIT_S
+        while True:
+            state = self._api.exec_inspect(exec_id)
+            if state.get("ExitCode") is not None:
+                return int(state["ExitCode"])
+            if not state.get("Running") or time.monotonic() >= deadline:
+                raise SandboxError(
+                    f"the engine reports no exit code for {program} in the job's holder"
+                    f" ({'still running' if state.get('Running') else 'it did not run to its end'})",
+                    where=f"container:{self.name}-holder",
+                    next_step="retry; if it keeps happening, check the engine (`docker info`)",
+                    retryable=True,
+                    code=SandboxErrorCode.ENGINE_ERROR,
+                )
+            time.sleep(0.02)
 
     def check_script(self, script: str, target: str) -> None:
         """Refuse ``target`` (``build/…``) unless it is a regular file in ``build/``."""
@@ -121,9 +156,15 @@ class BuildFolder:
     def free_bytes(self) -> int:
         """Bytes still free in ``build/`` (the tmpfs as the kernel counts it)."""
         code, out = self.exec_holder(["df", "-P", "-B1", HOLDER_BUILD])
-        if code != 0:
-            raise SandboxError(f"cannot measure build/: {out.strip()}", where=f"sandbox:{self.name}", retryable=True)
-        return int(out.strip().splitlines()[-1].split()[3])
+        free = available_bytes(out) if code == 0 else None
+        if free is None:
+            raise SandboxError(
+                f"cannot measure build/: df exited {code} and printed {out.strip()[-300:]!r}",
+                where=f"sandbox:{self.name}",
+                retryable=True,
+                code=SandboxErrorCode.ENGINE_ERROR,
+            )
+        return free
 
     def write_file(self, rel_path: str, data: bytes) -> BuildFile:
         """Write ``data`` to ``build/rel_path``; a write that does not fit raises ``disk_full`` and leaves nothing."""

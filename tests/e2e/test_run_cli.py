@@ -3,10 +3,16 @@ the real sandbox and the bundled skills."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
+
+import docker.errors
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIO = REPO / "ops" / "scenarios" / "brand-deck.yaml"
@@ -66,11 +72,27 @@ def test_the_demo_goal_produces_a_validated_five_slide_deck_and_a_clean_trace(cl
     assert "brand-guidelines" in plan_text
 
 
-def test_a_second_run_replays_an_identical_script_run_without_a_container(cli_env, tmp_path):
+@pytest.fixture
+def pinned_sandbox_image(docker_client, sandbox_image) -> Iterator[str]:
+    """The sandbox image under a tag of this test's own, so both runs use the same image even when another process on
+    the shared engine rebuilds the default tag meanwhile (stored results are reused only for the same image, so a
+    rebuild between the runs rightly makes the second run the script again)."""
+    image = docker_client.images.get(sandbox_image)
+    repository, tag = sandbox_image.rsplit(":", 1)[0], f"orchtest-{uuid.uuid4().hex[:12]}"
+    image.tag(repository, tag)
+    try:
+        yield f"{repository}:{tag}"
+    finally:
+        with contextlib.suppress(docker.errors.APIError):  # an image still in use elsewhere only loses this tag
+            docker_client.images.remove(f"{repository}:{tag}")
+
+
+def test_a_second_run_replays_an_identical_script_run_without_a_container(cli_env, pinned_sandbox_image, tmp_path):
+    env = {**cli_env, "ORCH_SANDBOX__IMAGE": pinned_sandbox_image}
     results = []
     for n in range(2):
         proc = run_cli("run", "--skills", "skills", "--out", str(tmp_path / f"out{n}"), "--model",
-                       f"scripted:{SCENARIO}", "--json", env=cli_env)
+                       f"scripted:{SCENARIO}", "--json", env=env)
         results.append(json.loads(proc.stdout))
         # the second run's replies come from the response cache and its verdict from the memo: the script was
         # played all the same, so nothing warns that steps were left over
