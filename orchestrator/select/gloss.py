@@ -106,15 +106,15 @@ def segment(run: str, words: dict[str, str]) -> list[str]:
 def reading_tag() -> str:
     """Names how this installation reads other languages, for cache keys: terms and vectors of a Japanese skill
     derived without the Japanese dictionaries must not be reused once they are installed (or the other way)."""
-    return "-ja" if japanese.installed() else ""
+    return f"-ja{japanese.READING_VERSION}" if japanese.installed() else ""
 
 
 def english_terms(text: str) -> list[str]:
     """English words for the Chinese or Japanese in ``text`` (lower-case, not yet stemmed); empty when it has none.
 
-    A text with kana is Japanese: it is read with a Japanese analyzer and dictionary when they are installed
-    (:mod:`orchestrator.select.japanese`), its kanji as Chinese otherwise."""
-    if japanese.has_kana(text) and (japanese_words := japanese.english_words(text)):
+    A Japanese text (enough kana, :func:`japanese.is_japanese`) is read with a Japanese analyzer and dictionary
+    when they are installed (:mod:`orchestrator.select.japanese`), its kanji as Chinese otherwise."""
+    if japanese.is_japanese(text) and (japanese_words := japanese.english_words(text)):
         return [w for english in japanese_words for w in english]
     runs = _HAN.findall(text)
     if not runs:
@@ -132,7 +132,7 @@ def english_reading(text: str) -> str:
     """``text`` with each Chinese run replaced by the English words of its dictionary words (first sense only),
     so that an English-only sentence encoder can read a Chinese description word by word. Japanese (a text with
     kana) is read the same way with a Japanese dictionary when one is installed."""
-    if japanese.has_kana(text) and (japanese_reading := japanese.english_reading(text)) is not None:
+    if japanese.is_japanese(text) and (japanese_reading := japanese.english_reading(text)) is not None:
         return japanese_reading
     if not _HAN.search(text):
         return text

@@ -23,11 +23,19 @@ from orchestrator.logs import get_logger
 
 _log = get_logger("orchestrator.select")
 
+#: Bumped whenever the reading changes: it names the index cache (``gloss.reading_tag``), so no cache keeps the old
+#: terms and vectors of Japanese skills.
+READING_VERSION = "2"
 #: The ``ja`` extra of pyproject.toml: SudachiPy, its small dictionary and the compiled JMdict.
 _PACKAGES = ("sudachipy", "sudachidict_small", "jamdict_data")
 _KANA = re.compile(r"[\u3041-\u309f\u30a0-\u30ff\uff66-\uff9f]")
 #: A run the analyzer reads: kanji, kana, Japanese punctuation and marks. Latin letters and digits mixed into a
 #: Japanese sentence ("mp3にして") are outside the runs and stay as they are.
+_HAN = re.compile(r"[\u3400-\u9fff\uf900-\ufaff]")
+#: The share of kana among a text's CJK letters from which it is read as Japanese. In C29 and D29 the Japanese goals
+#: have 41 % or more and the Japanese skills 22 % or more; Chinese skills that quote Japanese words (one teaches
+#: Japanese vocabulary) 0.2-6 %. A heading of kanji compounds and one particle ("営業日報の自動作成") has 12 %.
+KANA_SHARE = 0.1
 _RUN = re.compile(r"[\u3000-\u303f\u3041-\u309f\u30a0-\u30ff\u3400-\u9fff\uf900-\ufaff\uff66-\uff9f]+")
 #: Japanese characters read per text: a skill's body is already cut at 20,000 characters; a hostile megabyte goal
 #: is read only this far (measured: 0.1 s of CPU for a body with 5,800 Japanese characters, first use).
@@ -51,6 +59,15 @@ MAX_ENGLISH = 8
 
 def has_kana(text: str) -> bool:
     return _KANA.search(text) is not None
+
+
+def is_japanese(text: str) -> bool:
+    """Whether ``text`` is Japanese rather than Chinese: kana make up a share of its CJK letters that Japanese
+    prose always has (particles and verb endings alone give it) and a Chinese text quoting a word or two never does."""
+    if not has_kana(text):
+        return False
+    kana = len(_KANA.findall(text))
+    return kana >= KANA_SHARE * (kana + len(_HAN.findall(text)))
 
 
 @lru_cache(maxsize=1)
@@ -186,7 +203,7 @@ def english_of(word: str, read: _Reader) -> list[str]:
 
 def english_words(text: str) -> list[list[str]]:
     """For each Japanese content word of ``text``, its English words (words JMdict lacks are left out)."""
-    read = reader() if has_kana(text) else None
+    read = reader() if is_japanese(text) else None
     if read is None:
         return []
     return [e for e in (english_of(w, read) for w in words(text, read)) if e]
@@ -194,8 +211,8 @@ def english_words(text: str) -> list[list[str]]:
 
 def english_reading(text: str) -> str | None:
     """``text`` with its Japanese replaced by the English of its words, Latin words kept in place; ``None`` when
-    ``text`` has no kana or the dictionaries are not installed."""
-    read = reader() if has_kana(text) else None
+    ``text`` is not Japanese (:func:`is_japanese`) or the dictionaries are not installed."""
+    read = reader() if is_japanese(text) else None
     if read is None:
         return None
     parts: list[str] = []
