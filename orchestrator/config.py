@@ -353,6 +353,10 @@ class SelectionSettings(_Section):
     checked when it loads, and a missing or different file means ranking by words only, with a warning."""
     semantic_weight: float = Field(1.0, ge=0, le=10)
     """The similarity's weight next to the lexical score (both scaled to [0, 1] per query)."""
+    goal_adapter: bool = True
+    """Read goals with the goal adapter shipped in the package (a low-rank update of the bundled model trained so that
+    goals said the way people talk land near the skills that serve them; skills keep the published model's vectors).
+    Off: goals are read with the published weights. Its file is pinned by sha256: a file that differs is refused."""
     embed_max_tokens: int = Field(48, ge=8, le=256)
     """Tokens of each skill's name and description that are embedded (cost of a cold index grows with it)."""
     embeddings_url: str = ""

@@ -54,8 +54,9 @@ class ServerEmbedder:
         assert self._dimensions is not None
         return self._dimensions
 
-    def embed(self, texts: Sequence[str], *, max_tokens: int | None = None) -> np.ndarray:
-        """One unit vector per text, each cut to about ``max_tokens`` tokens (default 256)."""
+    def embed(self, texts: Sequence[str], *, max_tokens: int | None = None, goal: bool = False) -> np.ndarray:
+        """One unit vector per text, each cut to about ``max_tokens`` tokens (default 256); goals and skills are
+        sent alike (``goal`` is for models with a goal adapter, which a server's model has not)."""
         limit = (max_tokens or DEFAULT_MAX_TOKENS) * CHARS_PER_TOKEN
         # An empty input is refused by some servers; one space stands for it.
         cut = [t[:limit] or " " for t in texts]

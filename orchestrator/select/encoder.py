@@ -9,10 +9,15 @@ inference of a BertModel is done: the weights are read once, Q/K/V fused and tra
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
+
+
+#: The dense weights of a layer a low-rank update may change (see :meth:`BertEncoder.with_low_rank`).
+LOW_RANK_TARGETS = ("query", "key", "value", "attention_out", "intermediate", "output")
 
 
 @dataclass(frozen=True)
@@ -96,6 +101,33 @@ class BertEncoder:
             heads=int(config["num_attention_heads"]),
             norm_eps=float(config.get("layer_norm_eps", 1e-12)),
         )
+
+    def with_low_rank(self, deltas: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> BertEncoder:
+        """This encoder with low-rank updates added to its dense weights (LoRA, merged): ``deltas`` maps
+        ``"<layer>.<matrix>"`` (matrix one of :data:`LOW_RANK_TARGETS`) to ``(A, B)`` of a torch-style update
+        ``W + B @ A`` of the ``(out, in)`` weight. Unknown names or shapes that do not fit raise ValueError."""
+        layers = list(self.layers)
+        for key, (a, b) in deltas.items():
+            index, _, target = key.partition(".")
+            if not index.isdigit() or int(index) >= len(layers) or target not in LOW_RANK_TARGETS:
+                raise ValueError(f"no dense weight named {key!r} in this encoder")
+            layer = layers[int(index)]
+            # The layers keep each weight transposed, (in, out): the update is (B @ A).T = A.T @ B.T.
+            update = np.asarray(a, dtype=np.float32).T @ np.asarray(b, dtype=np.float32).T
+            if target in ("query", "key", "value"):
+                start = ("query", "key", "value").index(target) * self.hidden
+                if update.shape != (self.hidden, self.hidden):
+                    raise ValueError(f"{key}: update of shape {update.shape}, expected {(self.hidden, self.hidden)}")
+                qkv = layer.qkv.copy()
+                qkv[:, start : start + self.hidden] += update
+                layers[int(index)] = replace(layer, qkv=qkv)
+            else:
+                field = {"attention_out": "attention_out", "intermediate": "intermediate", "output": "output"}[target]
+                weight: np.ndarray = getattr(layer, field)
+                if update.shape != weight.shape:
+                    raise ValueError(f"{key}: update of shape {update.shape}, expected {weight.shape}")
+                layers[int(index)] = replace(layer, **{field: np.ascontiguousarray(weight + update)})
+        return replace(self, layers=tuple(layers))
 
     def hidden_states(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
         """(batch, tokens) ids and attention mask -> (batch, tokens, hidden) last hidden states."""

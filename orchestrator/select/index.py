@@ -27,6 +27,7 @@ from orchestrator.select.lexical import FIELD_WEIGHTS, LexicalRanker, bilingual_
 from orchestrator.select.semantic import (
     EMBED_RECIPE,
     SEMANTIC_WEIGHT,
+    BertEmbedder,
     Embedder,
     SemanticRanker,
     embed_text,
@@ -246,13 +247,19 @@ class SkillIndex:
                     for_="skills",
                     reason="the embeddings server failed; skills are ranked with the bundled model",
                 )
-        embedder = shipped_embedder(settings.embed_max_tokens) if settings.semantic else None
+        embedder = shipped_embedder(settings.embed_max_tokens, settings.goal_adapter) if settings.semantic else None
         return cls.build(docs, cache_dir, embedder=embedder, semantic_weight=settings.semantic_weight)
 
     @property
     def semantic(self) -> bool:
         """Whether similarity of meaning is part of the ranking."""
         return self._semantic is not None
+
+    @property
+    def goal_adapter(self) -> bool:
+        """Whether goals are read with the shipped goal adapter (see :class:`~orchestrator.select.semantic.GoalAdapter`)."""
+        embedder = self._semantic.embedder if self._semantic is not None else None
+        return isinstance(embedder, BertEmbedder) and embedder.goal_adapter_in_use
 
     @property
     def vectors(self) -> np.ndarray | None:

@@ -56,7 +56,10 @@ class Embedder(Protocol):
     @property
     def dimensions(self) -> int: ...
 
-    def embed(self, texts: Sequence[str], *, max_tokens: int | None = None) -> np.ndarray: ...
+    def embed(self, texts: Sequence[str], *, max_tokens: int | None = None, goal: bool = False) -> np.ndarray:
+        """One unit vector per text; ``goal``: the texts are what users ask for (a model may read those with its
+        own adapter), otherwise skills."""
+        ...
 
 
 def embed_text(name: str, description: str) -> str:
@@ -79,7 +82,7 @@ class SemanticRanker:
         if not len(self.vectors) or not query.strip():
             return np.zeros(len(self.vectors), dtype=np.float32)
         try:
-            query_vector = self.embedder.embed([english_reading(query)], max_tokens=QUERY_MAX_TOKENS)[0]
+            query_vector = self.embedder.embed([english_reading(query)], max_tokens=QUERY_MAX_TOKENS, goal=True)[0]
         except ModelError as e:
             # The skills' vectors are the server's: another model's vector of the goal would mean nothing next to
             # them, so this goal is ranked by its words.
@@ -138,6 +141,35 @@ MINILM = ShippedModel(
 )
 
 
+@dataclass(frozen=True)
+class GoalAdapter:
+    """A low-rank update of the model's weights for reading goals (see :meth:`BertEncoder.with_low_rank`): trained
+    by this project so that a goal said the way people talk lands near the skills that serve it, while skills keep
+    the published model's vectors (cached libraries stay valid). ``path`` is an ``.npz`` of ``<layer>.<matrix>.A``
+    and ``.B`` arrays; ``sha256`` is checked before it is read."""
+
+    path: Path
+    sha256: str
+
+    def load(self) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+        """The update's matrices; ValueError when the file is missing, differs from its pin or is malformed."""
+        if not self.path.is_file():
+            raise ValueError(f"{self.path} is missing")
+        if (actual := file_sha256(self.path)) != self.sha256:
+            raise ValueError(f"{self.path.name} has sha256 {actual}, expected {self.sha256}")
+        with np.load(self.path, allow_pickle=False) as arrays:
+            names = {name.rsplit(".", 1)[0] for name in arrays.files}
+            return {name: (arrays[f"{name}.A"], arrays[f"{name}.B"]) for name in sorted(names)}
+
+
+#: The goal adapter shipped with the package: rank-8 updates of every dense weight of all-MiniLM-L6-v2, trained
+#: with ``ops/select/train_goal_adapter.py`` on goals written for this project (see docs/concepts/choosing-skills.md).
+GOAL_ADAPTER = GoalAdapter(
+    path=Path(__file__).parent / "data" / "goal-adapter-minilm-l6-r8.npz",
+    sha256="PENDING",
+)
+
+
 def file_sha256(path: Path) -> str:
     digest = hashlib.sha256()
     with path.open("rb") as f:
@@ -158,20 +190,36 @@ def verify_model(directory: Path, pinned: dict[str, str]) -> list[str]:
     return wrong
 
 
+@dataclass(frozen=True)
+class _Loaded:
+    encoder: BertEncoder
+    goal_encoder: BertEncoder | None
+    tokenizer: Any
+
+
 class BertEmbedder:
     """A BERT sentence encoder and its tokenizer from one folder; loaded on first use, once per process."""
 
-    def __init__(self, directory: Path, *, max_tokens: int = EMBED_MAX_TOKENS, threads: int = 2) -> None:
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        max_tokens: int = EMBED_MAX_TOKENS,
+        threads: int = 2,
+        goal_adapter: GoalAdapter | None = None,
+    ) -> None:
+        # Names the skills' vectors only: goals are never cached, so the goal adapter does not change it.
         self.model_id = f"{MODEL_ID}/{max_tokens}"
         self.dimensions = DIMENSIONS
         self.max_tokens = max_tokens
         self._directory = directory
         self._threads = threads
+        self._goal_adapter = goal_adapter
         self._blas = ThreadpoolController()  # finding the loaded BLAS libraries once, not per call
         self._lock = threading.Lock()
-        self._loaded: tuple[BertEncoder, Any] | None = None
+        self._loaded: _Loaded | None = None
 
-    def _load(self) -> tuple[BertEncoder, Any]:
+    def _load(self) -> _Loaded:
         with self._lock:
             if self._loaded is None:
                 # Deferred: the tokenizer's native library is loaded only when a library is ranked by meaning.
@@ -181,15 +229,36 @@ class BertEmbedder:
                 tokenizer = Tokenizer.from_file(str(self._directory / "tokenizer.json"))
                 tokenizer.no_truncation()  # cut per call (skills and goals have different lengths), see _pooled
                 tokenizer.no_padding()
-                self._loaded = (encoder, tokenizer)
+                self._loaded = _Loaded(encoder, self._goal_encoder(encoder), tokenizer)
             return self._loaded
 
-    def embed(self, texts: Sequence[str], *, max_tokens: int | None = None) -> np.ndarray:
-        """One unit vector per text, each read up to ``max_tokens`` tokens (default: the skill length)."""
+    def _goal_encoder(self, encoder: BertEncoder) -> BertEncoder | None:
+        if self._goal_adapter is None:
+            return None
+        try:
+            return encoder.with_low_rank(self._goal_adapter.load())
+        except (OSError, ValueError) as e:
+            _log.warning(
+                "select.goal_adapter_refused",
+                path=str(self._goal_adapter.path),
+                problem=str(e),
+                reason="goals are read with the published model's weights; reinstall the package to restore it",
+            )
+            return None
+
+    @property
+    def goal_adapter_in_use(self) -> bool:
+        """Whether goals are read with the goal adapter (it is configured, matches its pin and fits the model)."""
+        return self._load().goal_encoder is not None
+
+    def embed(self, texts: Sequence[str], *, max_tokens: int | None = None, goal: bool = False) -> np.ndarray:
+        """One unit vector per text, each read up to ``max_tokens`` tokens (default: the skill length); goals with
+        the goal adapter when there is one."""
         if not texts:
             return np.zeros((0, DIMENSIONS), dtype=np.float32)
         limit = max(2, max_tokens or self.max_tokens)
-        encoder, _ = self._load()
+        loaded = self._load()
+        encoder = (loaded.goal_encoder if goal else None) or loaded.encoder
         limit = min(limit, encoder.max_positions)
         # Batches of similar length pad little.
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -197,7 +266,7 @@ class BertEmbedder:
         out = np.zeros((len(texts), DIMENSIONS), dtype=np.float32)
 
         def run(rows: list[int]) -> None:
-            out[rows] = self._pooled([texts[i] for i in rows], limit)
+            out[rows] = self._pooled(encoder, [texts[i] for i in rows], limit)
 
         # One BLAS thread per batch and batches side by side (numpy releases the GIL in its products): BLAS's own
         # threads hand small products back and forth, which on a shared, loaded CPU made a goal take 550 ms of wall
@@ -212,8 +281,8 @@ class BertEmbedder:
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         return np.asarray(out / np.maximum(norms, 1e-12), dtype=np.float32)
 
-    def _pooled(self, texts: list[str], limit: int) -> np.ndarray:
-        encoder, tokenizer = self._load()
+    def _pooled(self, encoder: BertEncoder, texts: list[str], limit: int) -> np.ndarray:
+        tokenizer = self._load().tokenizer
         # A token is at least one character: no need to tokenize a hostile megabyte to keep its first tokens.
         encoded = tokenizer.encode_batch([t[: limit * 16] for t in texts])
         # Keep the first tokens and the closing [SEP]; pad with 0 ([PAD]) to the longest of the batch.
@@ -229,7 +298,9 @@ class BertEmbedder:
         return np.asarray(summed / np.maximum(mask.sum(axis=1, keepdims=True), 1), dtype=np.float32)
 
 
-def load_embedder(model: ShippedModel = MINILM, max_tokens: int = EMBED_MAX_TOKENS) -> BertEmbedder | None:
+def load_embedder(
+    model: ShippedModel = MINILM, max_tokens: int = EMBED_MAX_TOKENS, goal_adapter: GoalAdapter | None = None
+) -> BertEmbedder | None:
     """The embedder of ``model`` when its files are installed and match their pinned hashes; otherwise None, with
     a warning that says why (retrieval then ranks by words alone)."""
     directory = model.directory()
@@ -252,13 +323,14 @@ def load_embedder(model: ShippedModel = MINILM, max_tokens: int = EMBED_MAX_TOKE
             f"words only. Reinstall {model.package} at the version {INSTALL_FROM} pins.",
         )
         return None
-    return BertEmbedder(directory, max_tokens=max_tokens)
+    return BertEmbedder(directory, max_tokens=max_tokens, goal_adapter=goal_adapter)
 
 
 @lru_cache(maxsize=4)
-def shipped_embedder(max_tokens: int = EMBED_MAX_TOKENS) -> BertEmbedder | None:
-    """The embedder whose files ship in the installed wheels, checked once per process (see :func:`load_embedder`)."""
-    return load_embedder(MINILM, max_tokens)
+def shipped_embedder(max_tokens: int = EMBED_MAX_TOKENS, goal_adapter: bool = True) -> BertEmbedder | None:
+    """The embedder whose files ship in the installed wheels, checked once per process (see :func:`load_embedder`),
+    reading goals with the shipped :data:`GOAL_ADAPTER` unless ``goal_adapter`` is off."""
+    return load_embedder(MINILM, max_tokens, GOAL_ADAPTER if goal_adapter else None)
 
 
 def server_embedder(settings: SelectionSettings) -> Embedder | None:

@@ -98,6 +98,8 @@ class SelectionBench(BaseModel):
     """The process's peak resident memory during the build, above what it held before."""
     semantic: bool = False
     """Whether the ranking fused sentence-embedding similarity (the embedder's package is installed and on)."""
+    goal_adapter: bool = False
+    """Whether goals were read with the shipped goal adapter (``selection.goal_adapter``, its file matching its pin)."""
     query_ms_median: float
     query_cpu_ms_median: float = 0.0
     """CPU time of ranking one goal (this thread: the goal is embedded in it): its cost on an idle core."""
@@ -227,6 +229,7 @@ def bench_selection(
         index_memory_mb=round(memory_after - memory_before, 1),
         index_peak_memory_mb=round(peak_rss_mb() - memory_before, 1),
         semantic=index.semantic,
+        goal_adapter=index.goal_adapter,
         query_ms_median=round(statistics.median(query_ms), 2) if query_ms else 0.0,
         query_cpu_ms_median=round(statistics.median(query_cpu_ms), 2) if query_cpu_ms else 0.0,
         misses_at_10=misses,

@@ -43,9 +43,9 @@ class CountingEmbedder:
         self.dimensions = real.dimensions
         self.texts: list[str] = []
 
-    def embed(self, texts: Sequence[str], *, max_tokens: int | None = None) -> np.ndarray:
+    def embed(self, texts: Sequence[str], *, max_tokens: int | None = None, goal: bool = False) -> np.ndarray:
         self.texts += list(texts)
-        return self.real.embed(texts, max_tokens=max_tokens)
+        return self.real.embed(texts, max_tokens=max_tokens, goal=goal)
 
 
 def _docs(root: Path) -> list[SkillDoc]:

@@ -1,0 +1,149 @@
+"""Build the selection libraries C, D and T (SKILL.md files only) from snapshots of public repositories.
+
+The libraries are inputs of the recall measurements in docs/concepts/choosing-skills.md and of the goal adapter's
+training (ops/selection/train_goal_adapter.py); they are never committed. Each repository is a snapshot with a
+``repo`` git directory under MIRROR (as the team's fetch tool leaves it: ``MIRROR/<owner>+<name>/repo``).
+
+    python ops/selection/build_libraries.py MIRROR OUT [C] [D] [T]
+
+C: whole collections (anthropics/skills, openai/skills, obra/superpowers, UiPath/skills,
+K-Dense-AI/claude-scientific-skills, modelstudioai/skills), up to 80 from each of ten personal collections and
+Chinese skills of thcjp/hermes-skills, 1,000 in all. D: the AgentWorkers/skills registry mirror, at most two per
+author. T (training only): 1,500 more of that mirror, one per author, no author of D. Writes only under OUT.
+"""
+import hashlib, re, subprocess, sys
+from pathlib import Path
+
+MIRROR = Path(sys.argv[1])
+OUT = Path(sys.argv[2])
+WHICH = set(sys.argv[3:]) or {"C", "D", "T"}
+CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+def h(s: str) -> str:
+    return hashlib.sha256(s.encode()).hexdigest()
+
+
+def paths(repo: str) -> list[str]:
+    out = subprocess.run(["git", "-C", str(MIRROR / repo / "repo"), "ls-tree", "-r", "--name-only", "HEAD"],
+                         capture_output=True, text=True, check=True).stdout
+    return sorted(p for p in out.splitlines() if p.endswith("SKILL.md") and "/." not in "/" + p)
+
+
+def blob(repo: str, path: str) -> bytes:
+    return subprocess.run(["git", "-C", str(MIRROR / repo / "repo"), "show", f"HEAD:{path}"],
+                          capture_output=True, check=True).stdout
+
+
+def leaf(path: str) -> str:
+    parts = path.split("/")[:-1]
+    return re.sub(r"[^A-Za-z0-9._-]", "-", parts[-1] if parts else "root")
+
+
+def write(dest: Path, sid: str, data: bytes) -> None:
+    folder = dest / sid
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "SKILL.md").write_bytes(data)
+
+
+def description(data: bytes) -> str:
+    text = data.decode("utf-8", "replace")[:4000]
+    m = re.search(r"^description:\s*(.*(?:\n[ \t]+.*)*)", text, re.M)
+    return m.group(1) if m else ""
+
+
+def build_c() -> int:
+    dest = OUT / "C"
+    whole = ["anthropics+skills", "openai+skills", "obra+superpowers", "UiPath+skills",
+             "K-Dense-AI+claude-scientific-skills", "modelstudioai+skills"]
+    personal = ["takusaotome+claude-skills-library", "secondsky+claude-skills", "jamditis+claude-skills-journalism",
+                "JeongTaehwan+claude-skills", "simota+agent-skills", "oaustegard+claude-skills",
+                "kazuyaegusa+claude-skills", "mblode+agent-skills", "newkayak12+claude-skills",
+                "vercel-labs+agent-skills"]
+    n = 0
+    for repo in whole + personal:
+        owner = repo.split("+")[0]
+        ps = paths(repo)
+        if repo in personal:
+            ps = sorted(ps, key=h)[:80]
+        seen: set[str] = set()
+        for p in ps:
+            sid = f"{owner}/{leaf(p)}"
+            while sid in seen:
+                sid += "-2"
+            seen.add(sid)
+            write(dest, sid, blob(repo, p))
+            n += 1
+    # Chinese skills: one edition per -free/-pro family, described in Chinese.
+    families: dict[str, tuple[str, bytes]] = {}
+    for p in paths("thcjp+hermes-skills"):
+        fam = re.sub(r"-(free|pro|lite|plus)$", "", leaf(p))
+        if fam in families:
+            continue
+        data = blob("thcjp+hermes-skills", p)
+        if CJK.search(description(data)):
+            families[fam] = (p, data)
+    for fam in sorted(families, key=h)[: max(0, 1000 - n)]:
+        write(dest, f"thcjp/{fam}", families[fam][1])
+        n += 1
+    return n
+
+
+def build_d() -> int:
+    """At most two skills per author. First pass: two per author by hash, the first 1,000 by hash, those whose
+    SKILL.md kept its frontmatter (the mirror lost it for some); then filled from other authors' valid skills."""
+    dest = OUT / "D"
+    by_author: dict[str, list[str]] = {}
+    for p in paths("AgentWorkers+skills"):
+        parts = p.split("/")
+        if len(parts) == 4 and parts[0] == "skills":
+            by_author.setdefault(parts[1], []).append(p)
+    first = sorted([p for ps in by_author.values() for p in sorted(ps, key=h)[:2]], key=h)[:1000]
+    kept = {p: blob("AgentWorkers+skills", p) for p in first}
+    kept = {p: d for p, d in kept.items() if d.lstrip().startswith(b"---")}
+    authors = {p.split("/")[1] for p in first}
+    fill: dict[str, bytes] = {}
+    for author, ps in sorted(by_author.items(), key=lambda kv: h(kv[0]))[:900]:
+        if author in authors:
+            continue
+        n = 0
+        for p in sorted(ps, key=h):
+            d = blob("AgentWorkers+skills", p)
+            if d.lstrip().startswith(b"---"):
+                fill[p] = d
+                n += 1
+                if n == 2:
+                    break
+    order = sorted(fill, key=lambda p: h(str(Path("D") / p.split("/")[1] / p.split("/")[2])))
+    for p in order[: 1000 - len(kept)]:
+        kept[p] = fill[p]
+    for p, d in kept.items():
+        _, author, name, _ = p.split("/")
+        write(dest, f"{author}/{name}", d)
+    return len(kept)
+
+
+
+
+def build_t() -> int:
+    """1,500 skills of the registry mirror, one per author, from authors D does not hold, frontmatter intact."""
+    d_authors = {p.name for p in (OUT / "D").iterdir() if p.is_dir()}
+    by_author: dict[str, list[str]] = {}
+    for p in paths("AgentWorkers+skills"):
+        parts = p.split("/")
+        if len(parts) == 4 and parts[0] == "skills" and parts[1] not in d_authors:
+            by_author.setdefault(parts[1], []).append(p)
+    n = 0
+    for author in sorted(by_author, key=h):
+        p = sorted(by_author[author], key=h)[0]
+        data = blob("AgentWorkers+skills", p)
+        if data.lstrip().startswith(b"---") and len(data) >= 200:
+            write(OUT / "T", f"{author}/{p.split('/')[2]}", data)
+            n += 1
+            if n == 1500:
+                break
+    return n
+
+
+if __name__ == "__main__":
+    for name, build in (("C", build_c), ("D", build_d), ("T", build_t)):
+        if name in WHICH:
+            print(name, build())
