@@ -4,19 +4,23 @@ The libraries are inputs of the recall measurements in docs/concepts/choosing-sk
 training (ops/selection/train_goal_adapter.py); they are never committed. Each repository is a snapshot with a
 ``repo`` git directory under MIRROR (as the team's fetch tool leaves it: ``MIRROR/<owner>+<name>/repo``).
 
-    python ops/selection/build_libraries.py MIRROR OUT [C] [D] [T]
+    python ops/selection/build_libraries.py MIRROR OUT [C] [D] [T] [U]
 
 C: whole collections (anthropics/skills, openai/skills, obra/superpowers, UiPath/skills,
 K-Dense-AI/claude-scientific-skills, modelstudioai/skills), up to 80 from each of ten personal collections and
 Chinese skills of thcjp/hermes-skills, 1,000 in all. D: the AgentWorkers/skills registry mirror, at most two per
-author. T (training only): 1,500 more of that mirror, one per author, no author of D. Writes only under OUT.
+author. T and U (training only): 1,500 more of that mirror each, one per author, no author of D (nor of T, for
+U). Writes only under OUT.
 """
-import hashlib, re, subprocess, sys
+import hashlib
+import re
+import subprocess
+import sys
 from pathlib import Path
 
 MIRROR = Path(sys.argv[1])
 OUT = Path(sys.argv[2])
-WHICH = set(sys.argv[3:]) or {"C", "D", "T"}
+WHICH = set(sys.argv[3:]) or {"C", "D", "T", "U"}
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 def h(s: str) -> str:
     return hashlib.sha256(s.encode()).hexdigest()
@@ -143,7 +147,27 @@ def build_t() -> int:
     return n
 
 
+def build_u() -> int:
+    """1,500 more skills of the registry mirror for training, one per author, from authors neither D nor T holds."""
+    taken = {p.name for lib in ("D", "T") for p in (OUT / lib).iterdir() if p.is_dir()}
+    by_author: dict[str, list[str]] = {}
+    for p in paths("AgentWorkers+skills"):
+        parts = p.split("/")
+        if len(parts) == 4 and parts[0] == "skills" and parts[1] not in taken:
+            by_author.setdefault(parts[1], []).append(p)
+    n = 0
+    for author in sorted(by_author, key=h):
+        p = sorted(by_author[author], key=h)[0]
+        data = blob("AgentWorkers+skills", p)
+        if data.lstrip().startswith(b"---") and len(data) >= 200:
+            write(OUT / "U", f"{author}/{p.split('/')[2]}", data)
+            n += 1
+            if n == 1500:
+                break
+    return n
+
+
 if __name__ == "__main__":
-    for name, build in (("C", build_c), ("D", build_d), ("T", build_t)):
+    for name, build in (("C", build_c), ("D", build_d), ("T", build_t), ("U", build_u)):
         if name in WHICH:
             print(name, build())

@@ -28,7 +28,6 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from orchestrator.config import SelectionSettings
 from orchestrator.select.encoder import LOW_RANK_TARGETS
 from orchestrator.select.gloss import english_reading
 from orchestrator.select.index import SkillIndex, skill_docs
@@ -117,7 +116,8 @@ class LowRankMiniLM:
             )
             attention = torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(size) + bias, -1)
             context = (attention @ v).transpose(1, 2).reshape(len(rows), width, self.hidden)
-            x = self._norm(x + self._dense(context, i, "attention_out"), f"encoder.layer.{i}.attention.output.LayerNorm")
+            attention_norm = f"encoder.layer.{i}.attention.output.LayerNorm"
+            x = self._norm(x + self._dense(context, i, "attention_out"), attention_norm)
             inner = self._dense(x, i, "intermediate")
             inner = 0.5 * inner * (1 + torch.tanh(math.sqrt(2 / math.pi) * (inner + 0.044715 * inner**3)))
             x = self._norm(x + self._dense(inner, i, "output"), f"encoder.layer.{i}.output.LayerNorm")
@@ -204,7 +204,8 @@ def main() -> int:
             optimiser.step()
             total += loss.item() * len(batch)
         note = f", validation recall@10 {recall_at_10():.3f}" if check else ""
-        print(f"epoch {epoch + 1}: loss {total / len(train):.3f}, {time.process_time() - started:.0f} s CPU{note}", flush=True)
+        cpu = time.process_time() - started
+        print(f"epoch {epoch + 1}: loss {total / len(train):.3f}, {cpu:.0f} s CPU{note}", flush=True)
     model.export(args.out)
     digest = hashlib.sha256(args.out.read_bytes()).hexdigest()
     print(f"wrote {args.out} (sha256 {digest})")

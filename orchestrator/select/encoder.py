@@ -15,7 +15,6 @@ from pathlib import Path
 
 import numpy as np
 
-
 #: The dense weights of a layer a low-rank update may change (see :meth:`BertEncoder.with_low_rank`).
 LOW_RANK_TARGETS = ("query", "key", "value", "attention_out", "intermediate", "output")
 
@@ -122,11 +121,16 @@ class BertEncoder:
                 qkv[:, start : start + self.hidden] += update
                 layers[int(index)] = replace(layer, qkv=qkv)
             else:
-                field = {"attention_out": "attention_out", "intermediate": "intermediate", "output": "output"}[target]
-                weight: np.ndarray = getattr(layer, field)
+                weight: np.ndarray = getattr(layer, target)
                 if update.shape != weight.shape:
                     raise ValueError(f"{key}: update of shape {update.shape}, expected {weight.shape}")
-                layers[int(index)] = replace(layer, **{field: np.ascontiguousarray(weight + update)})
+                merged = np.ascontiguousarray(weight + update)
+                if target == "attention_out":
+                    layers[int(index)] = replace(layer, attention_out=merged)
+                elif target == "intermediate":
+                    layers[int(index)] = replace(layer, intermediate=merged)
+                else:
+                    layers[int(index)] = replace(layer, output=merged)
         return replace(self, layers=tuple(layers))
 
     def hidden_states(self, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:

@@ -257,7 +257,7 @@ class SkillIndex:
 
     @property
     def goal_adapter(self) -> bool:
-        """Whether goals are read with the shipped goal adapter (see :class:`~orchestrator.select.semantic.GoalAdapter`)."""
+        """Whether goals are read with the shipped goal adapter (:class:`~orchestrator.select.semantic.GoalAdapter`)."""
         embedder = self._semantic.embedder if self._semantic is not None else None
         return isinstance(embedder, BertEmbedder) and embedder.goal_adapter_in_use
 

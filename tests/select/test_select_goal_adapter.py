@@ -67,7 +67,8 @@ def test_a_low_rank_update_adds_b_times_a_to_the_weight_it_names(encoder):
 
 def test_a_zero_update_changes_nothing_and_a_wrong_one_is_refused(encoder):
     hidden = encoder.hidden
-    zero = {f"{i}.{t}": (np.zeros((4, hidden), np.float32), np.zeros((hidden, 4), np.float32)) for i in (0, 5) for t in ("query", "value")}
+    nothing = (np.zeros((4, hidden), np.float32), np.zeros((hidden, 4), np.float32))
+    zero = {f"{i}.{t}": nothing for i in (0, 5) for t in ("query", "value")}
     ids, mask = _ids([[101, 7592, 2088, 102], [101, 2054, 102]])
     assert np.allclose(encoder.with_low_rank(zero).hidden_states(ids, mask), encoder.hidden_states(ids, mask))
     with pytest.raises(ValueError, match="no dense weight"):
