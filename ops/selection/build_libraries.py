@@ -127,29 +127,10 @@ def build_d() -> int:
 
 
 
-def build_t() -> int:
-    """1,500 skills of the registry mirror, one per author, from authors D does not hold, frontmatter intact."""
-    d_authors = {p.name for p in (OUT / "D").iterdir() if p.is_dir()}
-    by_author: dict[str, list[str]] = {}
-    for p in paths("AgentWorkers+skills"):
-        parts = p.split("/")
-        if len(parts) == 4 and parts[0] == "skills" and parts[1] not in d_authors:
-            by_author.setdefault(parts[1], []).append(p)
-    n = 0
-    for author in sorted(by_author, key=h):
-        p = sorted(by_author[author], key=h)[0]
-        data = blob("AgentWorkers+skills", p)
-        if data.lstrip().startswith(b"---") and len(data) >= 200:
-            write(OUT / "T", f"{author}/{p.split('/')[2]}", data)
-            n += 1
-            if n == 1500:
-                break
-    return n
-
-
-def build_u() -> int:
-    """1,500 more skills of the registry mirror for training, one per author, from authors neither D nor T holds."""
-    taken = {p.name for lib in ("D", "T") for p in (OUT / lib).iterdir() if p.is_dir()}
+def build_extra(name: str, excluded: tuple[str, ...]) -> int:
+    """1,500 skills of the registry mirror into OUT/name, one per author, from authors none of the ``excluded``
+    libraries holds, frontmatter intact."""
+    taken = {p.name for lib in excluded for p in (OUT / lib).iterdir() if p.is_dir()}
     by_author: dict[str, list[str]] = {}
     for p in paths("AgentWorkers+skills"):
         parts = p.split("/")
@@ -160,7 +141,7 @@ def build_u() -> int:
         p = sorted(by_author[author], key=h)[0]
         data = blob("AgentWorkers+skills", p)
         if data.lstrip().startswith(b"---") and len(data) >= 200:
-            write(OUT / "U", f"{author}/{p.split('/')[2]}", data)
+            write(OUT / name, f"{author}/{p.split('/')[2]}", data)
             n += 1
             if n == 1500:
                 break
@@ -168,6 +149,12 @@ def build_u() -> int:
 
 
 if __name__ == "__main__":
-    for name, build in (("C", build_c), ("D", build_d), ("T", build_t), ("U", build_u)):
+    builds = {
+        "C": build_c,
+        "D": build_d,
+        "T": lambda: build_extra("T", ("D",)),
+        "U": lambda: build_extra("U", ("D", "T")),
+    }
+    for name, build in builds.items():
         if name in WHICH:
             print(name, build())

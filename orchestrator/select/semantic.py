@@ -166,7 +166,7 @@ class GoalAdapter:
 #: with ``ops/select/train_goal_adapter.py`` on goals written for this project (see docs/concepts/choosing-skills.md).
 GOAL_ADAPTER = GoalAdapter(
     path=Path(__file__).parent / "data" / "goal-adapter-minilm-l6-r8.npz",
-    sha256="3cfd3eaceb005f12c483bdc4230510fe498f3d213f915811307c13f6ab2c358a",
+    sha256="6e0f528b1dd30dab9a007e9712e828783c0c6df1ed5a56575fb7f0de401ab9eb",
 )
 
 
