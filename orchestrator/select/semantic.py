@@ -163,7 +163,7 @@ class GoalAdapter:
 
 
 #: The goal adapter shipped with the package: rank-8 updates of every dense weight of all-MiniLM-L6-v2, trained
-#: with ``ops/select/train_goal_adapter.py`` on goals written for this project (see docs/concepts/choosing-skills.md).
+#: with ``ops/selection/train_goal_adapter.py`` on goals written for this project (docs/concepts/choosing-skills.md).
 GOAL_ADAPTER = GoalAdapter(
     path=Path(__file__).parent / "data" / "goal-adapter-minilm-l6-r8.npz",
     sha256="6e0f528b1dd30dab9a007e9712e828783c0c6df1ed5a56575fb7f0de401ab9eb",
