@@ -41,14 +41,14 @@ from orchestrator.sandbox.egress import EgressPlan
 from orchestrator.sandbox.egress_proxy import CA_MOUNT, HOLDER_CA, SYSTEM_BUNDLE, EgressProxy, ca_archive, scrub_result
 from orchestrator.sandbox.engine import docker_errors, private_dir
 from orchestrator.sandbox.limits import (
-    BROWSER_LAUNCHER,
+    BROWSER_REPORT_GRACE_S,
     BUILD_DIR,
     INPUTS_MOUNT,
-    LAUNCHER,
     SKILL_MOUNT,
     build_volume_options,
     check_timeout,
     holder_host_config,
+    launcher,
     overlay_volume_options,
     resolve_script,
     sandbox_environment,
@@ -322,7 +322,7 @@ class SandboxJob:
                 )
             created = self._api.create_container(
                 browser.image if browser is not None else self.settings.image,
-                BROWSER_LAUNCHER if browser is not None or self.browser else LAUNCHER,
+                launcher(browser=browser is not None or self.browser),
                 name=name,
                 user=f"{uid}:{uid}",
                 working_dir=SKILL_MOUNT,
@@ -460,7 +460,7 @@ class SandboxJob:
             if not prepared.started:
                 self._api.start(prepared.id)
             started = time.monotonic()
-            deadline = started + timeout_s
+            deadline = started + timeout_s + (BROWSER_REPORT_GRACE_S if browser else 0)
             prepared.raw.settimeout(timeout_s)  # a script that never reads a large stdin must not block us
             try:
                 prepared.raw.sendall(command.launcher_header(timeout_s) + payload)

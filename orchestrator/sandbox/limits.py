@@ -33,6 +33,7 @@ SANDBOX_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # The container enforces the wall-clock limit itself (coreutils ``timeout`` as the container's first process), so a
 # program cannot outlive its limit even when the orchestrator that started it dies. The host kills at the limit;
 # the in-container limit is a little later so that the host normally reports the timeout first.
+CONTAINER_TIMEOUT_GRACE_S = 2
 _READ_CALL = (
     'set -f; IFS= read -r limit && IFS= read -r count || exit 125; argv=(); '
     'while [ "${#argv[@]}" -lt "$count" ]; do IFS= read -r -d "" word || exit 125; argv+=("$word"); done; '
@@ -44,19 +45,23 @@ LAUNCHER: list[str] = [
     "orch-launch",
 ]
 # A browser call (see sandbox/browser.py) keeps the launcher as the container's first process instead: when the
-# program ends, it says on stderr whether the kernel refused a new process or thread for the pids limit. A browser
-# that dies of that only says "Target crashed", with nothing in the script's output naming the limit.
+# program ends, it says on stderr whether its own time limit killed it and whether the kernel refused a new process
+# or thread for the pids limit. A browser that dies of that only says "Target crashed", and one that hangs waiting
+# for a thread it never got says nothing at all; so for browser calls the host waits past the in-container limit
+# (BROWSER_REPORT_GRACE_S) to read the launcher's account instead of killing the container first.
 PIDS_LIMIT_MARKER = "orch-sandbox: pids limit reached"
+TIME_LIMIT_MARKER = "orch-sandbox: time limit reached"
+BROWSER_REPORT_GRACE_S = CONTAINER_TIMEOUT_GRACE_S + 5
 BROWSER_LAUNCHER: list[str] = [
     "/bin/bash",
     "-c",
     _READ_CALL + 'env -u SHLVL timeout -s KILL "$limit" "${argv[@]}"; code=$?; '
+    f'if [ "$code" -eq 137 ] && [ "$SECONDS" -ge "$limit" ]; then echo "{TIME_LIMIT_MARKER}" >&2; fi; '
     "for events in /sys/fs/cgroup/pids/pids.events /sys/fs/cgroup/pids.events; do "
     'if [ -r "$events" ] && read -r _ hits < "$events" && [ "${hits:-0}" -gt 0 ]; then '
     f'echo "{PIDS_LIMIT_MARKER}: $hits processes or threads refused" >&2; break; fi; done; exit $code',
     "orch-launch",
 ]
-CONTAINER_TIMEOUT_GRACE_S = 2
 MAX_ARGV_WORDS = 256
 MAX_ARGV_BYTES = 128 * 1024
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
@@ -73,6 +78,11 @@ def has_controls(text: str) -> bool:
 def escape_controls(text: str) -> str:
     """``text`` with its control characters and lone surrogates written as ``\\xNN`` / ``\\uNNNN`` escapes."""
     return _CONTROL.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", text)
+
+
+def launcher(*, browser: bool) -> list[str]:
+    """The container's first process: the browser launcher, which reports the limits it saw, or the plain one."""
+    return BROWSER_LAUNCHER if browser else LAUNCHER
 
 
 def launcher_header(argv: Sequence[str], timeout_s: float) -> bytes:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from orchestrator.config import SandboxSettings
-from orchestrator.sandbox.limits import PIDS_LIMIT_MARKER
+from orchestrator.sandbox.limits import PIDS_LIMIT_MARKER, TIME_LIMIT_MARKER
 from orchestrator.sandbox.models import ScriptResult
 from orchestrator.sandbox.profiles import LimitName, lift_hint
 from orchestrator.sandbox.streams import OutputCollector, summarise_stderr
@@ -40,10 +40,18 @@ def script_result(
     reason: str | None = None
     limit: LimitName | None = None
     limit_mib = f"{settings.stdout_limit_bytes / 1048576:g} MiB"
+    tail = out.stderr_tail
+    text = "\n".join(tail)
+    if outcome == "eof" and exit_code == 137 and TIME_LIMIT_MARKER in text:
+        outcome = "timeout"  # a browser call's launcher enforced the limit itself and said so
     if outcome == "timeout":
         limit = "timeout"
         reason = f"timed out after {timeout_s:g}s"
         violations.append(f"timeout: killed after {timeout_s:g}s")
+        if PIDS_LIMIT_MARKER in text:  # it hung waiting for a process or thread the kernel refused
+            limit = "pids"
+            reason += f", with new processes refused at the pids limit ({settings.pids_limit})"
+            violations.append(f"pids_limit: at most {settings.pids_limit} processes")
     elif outcome == "stdout_limit":
         reason = f"stdout exceeded {limit_mib}"
         violations.append(f"stdout_limit: more than {limit_mib} written to stdout; killed")
@@ -55,9 +63,7 @@ def script_result(
         reason = f"exit code {exit_code}"
     elif command.expects_json and not parsed:
         reason = "stdout is not JSON" if out.stdout.strip() else "stdout is empty (a JSON value is expected)"
-    tail = out.stderr_tail
     if reason is not None and limit is None:
-        text = "\n".join(tail)
         if "No space left on device" in text or "ENOSPC" in text:
             violations.append(f"disk_limit: build/ ({disk_mb} MiB) or /tmp ({settings.tmp_size_mb} MiB) is full")
             limit = "tmp"

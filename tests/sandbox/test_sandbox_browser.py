@@ -62,6 +62,22 @@ with sync_playwright() as p:
     page.evaluate("() => { const a = []; for (let i = 0; i < 1e9; i++) a.push(new Array(1e5).fill(i)); }")
 """
 
+# A browser that loses a thread to the pids limit may wait forever instead of crashing, and say nothing: this one
+# takes every process it can, then waits (the word "playwright" here gives it the browser image and launcher).
+HANG_AT_PIDS = """
+import os, time
+children = []
+try:
+    while True:
+        pid = os.fork()
+        if pid == 0:
+            time.sleep(600)
+            os._exit(0)
+        children.append(pid)
+except OSError:
+    time.sleep(600)
+"""
+
 SPIN = """
 from playwright.sync_api import sync_playwright
 with sync_playwright() as p:
@@ -116,9 +132,10 @@ def test_a_skill_declaring_the_browser_runs_every_call_with_the_browser_profile(
     [
         (EAT_MEMORY, {"memory_mb": 400, "pids_limit": 512, "tmp_size_mb": 256}, 120, "memory"),
         (SCREENSHOT, {"memory_mb": 2048, "pids_limit": 48, "tmp_size_mb": 256}, 120, "pids"),
+        ("# playwright\n" + HANG_AT_PIDS, {"memory_mb": 2048, "pids_limit": 48, "tmp_size_mb": 256}, 5, "pids"),
         (SPIN, {"memory_mb": 2048, "pids_limit": 512, "tmp_size_mb": 256}, 15, "timeout"),
     ],
-    ids=["memory", "pids", "timeout"],
+    ids=["memory", "pids", "pids-then-hung", "timeout"],
 )
 def test_a_browser_killed_by_a_limit_is_reported_with_the_limit_name(
     make_skill, sandbox_image, browser_image, docker_client, tmp_path, script, profile, timeout_s, limit

@@ -8,10 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from orchestrator.config import SandboxSettings
 from orchestrator.errors import PathEscapeError, SandboxError, SandboxRefused
 from orchestrator.sandbox import buildfs
 from orchestrator.sandbox.image import content_hash, missing_tools
 from orchestrator.sandbox.limits import (
+    PIDS_LIMIT_MARKER,
+    TIME_LIMIT_MARKER,
     ScriptCommand,
     overlay_volume_options,
     resolve_script,
@@ -20,6 +23,7 @@ from orchestrator.sandbox.limits import (
 )
 from orchestrator.sandbox.models import ScriptResult
 from orchestrator.sandbox.reaper import is_orphan, owner_alive, owner_id
+from orchestrator.sandbox.results import script_result
 from orchestrator.sandbox.streams import Demultiplexer, OutputCollector, summarise_stderr
 
 ALLOWED = (".py", ".sh", ".js")
@@ -187,6 +191,26 @@ def test_the_stderr_summary_collapses_repeats_and_keeps_the_end():
     long = summarise_stderr([f"line {i} " + "z" * 80 for i in range(200)], total_lines=200, max_chars=1000)
     assert len(long) <= 1100 and "lines omitted" in long and long.endswith("z" * 80)
     assert long.splitlines()[-1].startswith("line 199")
+
+
+def browser_call_ending(exit_code: int, *stderr: str):
+    collector = OutputCollector(stdout_limit=100, stderr_max_lines=10)
+    collector.feed(2, "".join(f"{line}\n" for line in stderr).encode())
+    collector.finish()
+    command = ScriptCommand(script="run.py", target="run.py", interpreter="python3")
+    settings = SandboxSettings(pids_limit=48)
+    return script_result(settings, 64, command, "c1", collector, "eof", exit_code, False, 9000, 5)
+
+
+def test_a_browser_call_the_launcher_timed_out_is_a_timeout_and_one_that_hung_on_refused_processes_is_pids():
+    hung = browser_call_ending(137, "[pid 7] Target page closed", TIME_LIMIT_MARKER, f"{PIDS_LIMIT_MARKER}: 3 refused")
+    assert hung.timed_out and hung.limit == "pids" and not hung.ok
+    assert hung.reason == "timed out after 5s, with new processes refused at the pids limit (48)"
+    assert "pids_limit: at most 48 processes" in hung.violations and hung.next_step
+    spun = browser_call_ending(137, TIME_LIMIT_MARKER)
+    assert spun.timed_out and spun.limit == "timeout" and spun.reason == "timed out after 5s"
+    killed = browser_call_ending(137, "Killed")  # 137 without the launcher's word: not a timeout
+    assert not killed.timed_out and killed.limit is None and killed.reason == "exit code 137"
 
 
 def test_a_refused_result_has_the_violation():
