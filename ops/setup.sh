@@ -24,6 +24,18 @@ if [ "${#need_pkgs[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
 fi
 
+# FreeDict's X-English dictionaries, read by orchestrator/select/european.py (goals and skills in German, Spanish,
+# French, Portuguese, Italian, Dutch). Without recommends: they recommend a dictd server, which nothing here needs.
+need_dicts=()
+for code in deu spa fra por ita nld; do
+  [ -f "/usr/share/dictd/freedict-$code-eng.index" ] || need_dicts+=("dict-freedict-$code-eng")
+done
+if [ "${#need_dicts[@]}" -gt 0 ]; then
+  log "installing dictionaries: ${need_dicts[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_dicts[@]}" >/dev/null
+fi
+
 wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
   local deadline=$((SECONDS + $1)); local what=$2; shift 2
   until "$@" >/dev/null 2>&1; do

