@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import os
+import signal
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,12 @@ from typing import Any
 import pytest
 
 from orchestrator.testing import ScriptedModel
+
+# A suite started in the background by a non-interactive shell (`.ci/run ... &`) inherits Ctrl-C ignored, and every
+# program it starts would too: `run` and `jobs --watch` then rightly keep ignoring it (a background job's
+# convention), and the tests that stop them with Ctrl-C could not. Programs started by the tests get it back.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 TEST_LABEL_PREFIX = "orchtest"
 SERVICE_MARKERS = {"docker_client": ("docker",), "redis_url": ("redis",)}
