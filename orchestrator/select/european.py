@@ -3,12 +3,13 @@
 The sentence encoder and the lexical index read English; "Setz 'Zahnarzt anrufen' auf meine Aufgabenliste" shares no
 word with a to-do skill. A Latin-script text is first told apart from English (``py3langid``, Marco Lui's langid.py
 model as modernised by Adrien Barbaresi, BSD-3-Clause, model in the wheel); then each content word is looked up in
-FreeDict's X-English dictionary for its language, as Debian ships them (``dict-freedict-{deu,spa,fra,por,ita,nld}-eng``,
-GPL, read at run time from ``/usr/share/dictd``): the word itself, else the word whose Snowball stem it shares
-(PyStemmer, already the lexical index's stemmer: "tenemos" and "tener" are both "ten"), else for German the parts of
-a compound the dictionary lacks ("Besprechungsabschrift": Besprechung + Abschrift). Grammar words (the stopword list
-of ``bm25s`` for that language) are dropped. Each dictionary is loaded once per process, only when a text in its
-language is read; without the packages or dictionaries a text is left as it is (logged once).
+FreeDict's X-English dictionary for its language, as Debian ships them (``dict-freedict-{deu,spa,fra,por,ita,nld}-eng``:
+GPL-3+ for German, GPL-2+ for the others; read at run time from ``/usr/share/dictd``): the word itself, else the
+headword whose Snowball stem it shares (PyStemmer, already the lexical index's stemmer: "tenemos" and "tener" are
+both "ten"), for German its inflections and the parts of a compound the dictionary lacks ("Besprechungsabschrift":
+Besprechung + Abschrift). Grammar words (the stopword list of ``bm25s`` for that language) are dropped. The language
+model and each dictionary are loaded once per process, only when a text may be in one of the languages; without the
+package or a dictionary a text is left as it is (logged).
 """
 
 from __future__ import annotations
@@ -407,3 +408,20 @@ def english_reading(text: str) -> str | None:
     original = text[:MAX_CHARS]
     english = re.sub(r"\s+", " ", _WORD.sub(read, original)).strip()
     return f"{original} ({english})"
+
+
+#: A goal in each language and an English word its reading must have: the app image's build checks them all.
+SAMPLES: dict[str, tuple[str, str]] = {
+    "de": ("Setz 'Zahnarzt anrufen' auf meine Aufgabenliste", "dentist"),
+    "es": ("¿Cuánto dinero gastamos el mes pasado?", "money"),
+    "fr": ("Je me réveille toutes les nuits à 3h", "night"),
+    "pt": ("Quero um resumo das minhas despesas do mês passado", "month"),
+    "it": ("Traduci questo documento in tedesco", "document"),
+    "nl": ("Maak een samenvatting van deze vergadering", "assembly"),
+}
+
+
+def unread_languages() -> list[str]:
+    """The languages whose sample goal (:data:`SAMPLES`) is not read as English here: empty when the model and all
+    six dictionaries are installed and work."""
+    return [code for code, (goal, word) in SAMPLES.items() if word not in _ENGLISH.findall(english_reading(goal) or "")]

@@ -230,3 +230,35 @@ def test_without_the_language_model_nothing_is_read_and_nothing_fails():
         "assert '-eu' not in reading_tag()\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+def test_every_language_of_the_app_images_check_is_read_here():
+    # The app image's build runs the same check (ops/images/app/Dockerfile); ops/setup.sh installs all six here.
+    assert european.unread_languages() == []
+
+
+def test_the_check_names_a_language_whose_dictionary_is_missing(monkeypatch, tmp_path):
+    for code in ("deu", "spa"):
+        for suffix in ("index", "dict.dz"):
+            (tmp_path / f"freedict-{code}-eng.{suffix}").symlink_to(
+                european.DICTIONARY_DIR / f"freedict-{code}-eng.{suffix}"
+            )
+    monkeypatch.setattr(european, "DICTIONARY_DIR", tmp_path)
+    for cached in (european.available_languages, european.installed, european.dictionary, european.senses):
+        cached.cache_clear()
+    try:
+        assert european.unread_languages() == ["fr", "pt", "it", "nl"]
+    finally:
+        monkeypatch.undo()
+        for cached in (european.available_languages, european.installed, european.dictionary, european.senses):
+            cached.cache_clear()
+
+
+def test_the_app_image_and_the_host_set_up_install_every_dictionary_the_reader_knows():
+    root = Path(__file__).resolve().parents[2]
+    dockerfile = (root / "ops/images/app/Dockerfile").read_text(encoding="utf-8")
+    setup = (root / "ops/setup.sh").read_text(encoding="utf-8")
+    for code, _, _ in european.LANGUAGES.values():
+        assert f"dict-freedict-{code}-eng" in dockerfile
+        assert code in setup.split("for code in ", 1)[1].split(";", 1)[0]
+    assert "unread_languages" in dockerfile  # the build fails unless all six are read
