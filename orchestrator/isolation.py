@@ -18,6 +18,7 @@ from __future__ import annotations
 import atexit
 import importlib
 import json
+import math
 import os
 import pickle
 import resource
@@ -216,7 +217,9 @@ def child_main(modules: list[str]) -> None:
         return  # the parent closed our stdin: no call is coming
     head = json.loads(sys.stdin.buffer.read(size))
     used = resource.getrusage(resource.RUSAGE_SELF)
-    cpu_s = int(used.ru_utime + used.ru_stime) + head["cpu_s"]  # the imports above do not eat into the call's time
+    # The imports above do not eat into the call's time, and rounding up keeps the CPU limit a backstop behind the
+    # parent's wall-clock limit: rounded down it could stop a busy call up to a second before that limit.
+    cpu_s = math.ceil(used.ru_utime + used.ru_stime) + head["cpu_s"]
     resource.setrlimit(resource.RLIMIT_AS, (head["memory_bytes"], head["memory_bytes"]))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu_s, cpu_s + 1))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
