@@ -4,13 +4,16 @@ The libraries are inputs of the recall measurements in docs/concepts/choosing-sk
 training (ops/selection/train_goal_adapter.py); they are never committed. Each repository is a snapshot with a
 ``repo`` git directory under MIRROR (as the team's fetch tool leaves it: ``MIRROR/<owner>+<name>/repo``).
 
-    python ops/selection/build_libraries.py MIRROR OUT [C] [D] [T] [U]
+    python ops/selection/build_libraries.py MIRROR OUT [C] [D] [T] [U] [V] [W] [H]
 
 C: whole collections (anthropics/skills, openai/skills, obra/superpowers, UiPath/skills,
 K-Dense-AI/claude-scientific-skills, modelstudioai/skills), up to 80 from each of ten personal collections and
 Chinese skills of thcjp/hermes-skills, 1,000 in all. D: the AgentWorkers/skills registry mirror, at most two per
 author. T and U (training only): 1,500 more of that mirror each, one per author, no author of D (nor of T, for
-U). Writes only under OUT.
+U). V (training only): 1,000 more, one per author, no author of D, T or U. W (training only): the personal
+collections' skills that C left out (past its 80 a collection; at most 500 of kazuyaegusa/claude-skills, one per
+source repository first). H (measure only): 1,000 more of the mirror, one per author, no author of D, T, U or V,
+so no goal adapter trained here has seen a skill of it. Writes only under OUT.
 """
 import hashlib
 import re
@@ -20,7 +23,7 @@ from pathlib import Path
 
 MIRROR = Path(sys.argv[1])
 OUT = Path(sys.argv[2])
-WHICH = set(sys.argv[3:]) or {"C", "D", "T", "U"}
+WHICH = set(sys.argv[3:]) or {"C", "D", "T", "U", "V", "W", "H"}
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 def h(s: str) -> str:
     return hashlib.sha256(s.encode()).hexdigest()
@@ -127,8 +130,18 @@ def build_d() -> int:
 
 
 
-def build_extra(name: str, excluded: tuple[str, ...]) -> int:
-    """1,500 skills of the registry mirror into OUT/name, one per author, from authors none of the ``excluded``
+def unseen_description(data: bytes, seen: set[str]) -> bool:
+    """False for a skill whose description (words only, first 300 characters) an earlier skill of the same library
+    already has, or that has none: twins would be each other's negatives in training."""
+    key = " ".join(re.findall(r"\w+", description(data).lower()))[:300]
+    if not key or key in seen:
+        return False
+    seen.add(key)
+    return True
+
+
+def build_extra(name: str, excluded: tuple[str, ...], size: int = 1500) -> int:
+    """``size`` skills of the registry mirror into OUT/name, one per author, from authors none of the ``excluded``
     libraries holds, frontmatter intact."""
     taken = {p.name for lib in excluded for p in (OUT / lib).iterdir() if p.is_dir()}
     by_author: dict[str, list[str]] = {}
@@ -137,14 +150,50 @@ def build_extra(name: str, excluded: tuple[str, ...]) -> int:
         if len(parts) == 4 and parts[0] == "skills" and parts[1] not in taken:
             by_author.setdefault(parts[1], []).append(p)
     n = 0
+    descriptions: set[str] = set()
     for author in sorted(by_author, key=h):
         p = sorted(by_author[author], key=h)[0]
         data = blob("AgentWorkers+skills", p)
-        if data.lstrip().startswith(b"---") and len(data) >= 200:
+        # T and U were built before twins were dropped; they stay as they were trained on.
+        fresh = name in ("T", "U") or unseen_description(data, descriptions)
+        if data.lstrip().startswith(b"---") and len(data) >= 200 and fresh:
             write(OUT / name, f"{author}/{p.split('/')[2]}", data)
             n += 1
-            if n == 1500:
+            if n == size:
                 break
+    return n
+
+
+def build_w() -> int:
+    """The personal collections' skills past the 80 C took from each (their order by hash, as in ``build_c``);
+    kazuyaegusa/claude-skills gathers many repositories' skills, so at most 500 of it, one per source repository
+    before a second."""
+    dest = OUT / "W"
+    n = 0
+    descriptions: set[str] = set()
+    for repo in ("takusaotome+claude-skills-library", "secondsky+claude-skills", "oaustegard+claude-skills",
+                 "newkayak12+claude-skills", "kazuyaegusa+claude-skills"):
+        owner = repo.split("+")[0]
+        ps = sorted(paths(repo), key=h)[80:]
+        if repo.startswith("kazuyaegusa"):
+            rank: dict[str, int] = {}
+            order = []
+            for p in ps:
+                source = p.split("/")[0]
+                order.append((rank.get(source, 0), p))
+                rank[source] = rank.get(source, 0) + 1
+            ps = [p for _, p in sorted(order)][:500]
+        seen: set[str] = set()
+        for p in ps:
+            data = blob(repo, p)
+            if not data.lstrip().startswith(b"---") or len(data) < 200 or not unseen_description(data, descriptions):
+                continue
+            sid = f"{owner}/{leaf(p)}"
+            while sid in seen:
+                sid += "-2"
+            seen.add(sid)
+            write(dest, sid, data)
+            n += 1
     return n
 
 
@@ -154,6 +203,9 @@ if __name__ == "__main__":
         "D": build_d,
         "T": lambda: build_extra("T", ("D",)),
         "U": lambda: build_extra("U", ("D", "T")),
+        "V": lambda: build_extra("V", ("D", "T", "U"), 1000),
+        "W": build_w,
+        "H": lambda: build_extra("H", ("D", "T", "U", "V"), 1000),
     }
     for name, build in builds.items():
         if name in WHICH:

@@ -286,7 +286,13 @@ def _identifier() -> Any:
 def language(text: str) -> str | None:
     """The language of ``text`` when it is German, Spanish, French, Portuguese, Italian or Dutch and its dictionary
     is installed; ``None`` for English, any other script and anything unsure."""
-    sample = text[:DETECT_CHARS]
+    return _language(text[:DETECT_CHARS])
+
+
+# A goal is read twice (its words for BM25, its reading for the encoder): the verdict on its sample is kept, and the
+# sample is bounded, so the cache is too (256 x 2,000 characters).
+@lru_cache(maxsize=256)
+def _language(sample: str) -> str | None:
     words = _WORD.findall(sample.lower())
     letters = sum(map(len, words))
     latin = sum(1 for w in words for c in w if c < "\u0250")

@@ -201,6 +201,27 @@ def test_english_text_never_loads_the_language_model_or_a_dictionary():
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
+def test_a_goal_read_for_its_words_and_for_its_meaning_has_its_language_told_once(monkeypatch):
+    identifier = european._identifier()
+    calls: list[str] = []
+
+    class Counting:
+        def classify(self, text: str) -> tuple[str, float]:
+            calls.append(text)
+            return identifier.classify(text)
+
+    monkeypatch.setattr(european, "_identifier", Counting)
+    goal = "Pourrais-tu résumer la réunion de ce matin pour l'équipe ?"
+    european._language.cache_clear()
+    try:
+        english_terms(goal)
+        english_reading(goal)
+        english_terms(goal)
+    finally:
+        european._language.cache_clear()
+    assert calls == [goal]
+
+
 def test_without_the_dictionaries_a_text_is_left_as_it_is_with_a_warning(tmp_path):
     (tmp_path / "freedict-deu-eng.index").write_text("zahnarzt\tA\tB\n", encoding="utf-8")
     (tmp_path / "freedict-deu-eng.dict.dz").write_bytes(gzip.compress(b"not a dictzip file"))
@@ -237,6 +258,9 @@ def test_every_language_of_the_app_images_check_is_read_here():
     assert european.unread_languages() == []
 
 
+_CACHED = (european.available_languages, european.installed, european.dictionary, european.senses, european._language)
+
+
 def test_the_check_names_a_language_whose_dictionary_is_missing(monkeypatch, tmp_path):
     for code in ("deu", "spa"):
         for suffix in ("index", "dict.dz"):
@@ -244,13 +268,13 @@ def test_the_check_names_a_language_whose_dictionary_is_missing(monkeypatch, tmp
                 european.DICTIONARY_DIR / f"freedict-{code}-eng.{suffix}"
             )
     monkeypatch.setattr(european, "DICTIONARY_DIR", tmp_path)
-    for cached in (european.available_languages, european.installed, european.dictionary, european.senses):
+    for cached in _CACHED:
         cached.cache_clear()
     try:
         assert european.unread_languages() == ["fr", "pt", "it", "nl"]
     finally:
         monkeypatch.undo()
-        for cached in (european.available_languages, european.installed, european.dictionary, european.senses):
+        for cached in _CACHED:
             cached.cache_clear()
 
 
