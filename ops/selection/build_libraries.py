@@ -4,7 +4,7 @@ The libraries are inputs of the recall measurements in docs/concepts/choosing-sk
 training (ops/selection/train_goal_adapter.py); they are never committed. Each repository is a snapshot with a
 ``repo`` git directory under MIRROR (as the team's fetch tool leaves it: ``MIRROR/<owner>+<name>/repo``).
 
-    python ops/selection/build_libraries.py MIRROR OUT [C] [D] [T] [U] [V] [W] [H]
+    python ops/selection/build_libraries.py MIRROR OUT [C] [D] [T] [U] [V] [W] [H] [X]
 
 C: whole collections (anthropics/skills, openai/skills, obra/superpowers, UiPath/skills,
 K-Dense-AI/claude-scientific-skills, modelstudioai/skills), up to 80 from each of ten personal collections and
@@ -13,7 +13,8 @@ author. T and U (training only): 1,500 more of that mirror each, one per author,
 U). V (training only): 1,000 more, one per author, no author of D, T or U. W (training only): the personal
 collections' skills that C left out (past its 80 a collection; at most 500 of kazuyaegusa/claude-skills, one per
 source repository first). H (measure only): 1,000 more of the mirror, one per author, no author of D, T, U or V,
-so no goal adapter trained here has seen a skill of it. Writes only under OUT.
+so no goal adapter trained here has seen a skill of it. X (training only): 2,000 more, one per author, no author of
+D or H and no skill of T, U or V. Writes only under OUT.
 """
 import hashlib
 import re
@@ -23,7 +24,7 @@ from pathlib import Path
 
 MIRROR = Path(sys.argv[1])
 OUT = Path(sys.argv[2])
-WHICH = set(sys.argv[3:]) or {"C", "D", "T", "U", "V", "W", "H"}
+WHICH = set(sys.argv[3:]) or {"C", "D", "T", "U", "V", "W", "H", "X"}
 CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 def h(s: str) -> str:
     return hashlib.sha256(s.encode()).hexdigest()
@@ -164,6 +165,30 @@ def build_extra(name: str, excluded: tuple[str, ...], size: int = 1500) -> int:
     return n
 
 
+def build_x() -> int:
+    """2,000 skills of the mirror into OUT/X: one per author not in D or H, a skill T, U and V do not hold."""
+    banned = {p.name for lib in ("D", "H") for p in (OUT / lib).iterdir() if p.is_dir()}
+    held = {f"{a.name}/{s.name}" for lib in ("T", "U", "V") for a in (OUT / lib).iterdir() if a.is_dir()
+            for s in a.iterdir()}
+    by_author: dict[str, list[str]] = {}
+    for p in paths("AgentWorkers+skills"):
+        parts = p.split("/")
+        if len(parts) == 4 and parts[0] == "skills" and parts[1] not in banned and f"{parts[1]}/{parts[2]}" not in held:
+            by_author.setdefault(parts[1], []).append(p)
+    n = 0
+    descriptions: set[str] = set()
+    for author in sorted(by_author, key=h):
+        for p in sorted(by_author[author], key=h):
+            data = blob("AgentWorkers+skills", p)
+            if data.lstrip().startswith(b"---") and len(data) >= 200 and unseen_description(data, descriptions):
+                write(OUT / "X", f"{author}/{p.split('/')[2]}", data)
+                n += 1
+                break
+        if n == 2000:
+            break
+    return n
+
+
 def build_w() -> int:
     """The personal collections' skills past the 80 C took from each (their order by hash, as in ``build_c``);
     kazuyaegusa/claude-skills gathers many repositories' skills, so at most 500 of it, one per source repository
@@ -206,6 +231,7 @@ if __name__ == "__main__":
         "V": lambda: build_extra("V", ("D", "T", "U"), 1000),
         "W": build_w,
         "H": lambda: build_extra("H", ("D", "T", "U", "V"), 1000),
+        "X": build_x,
     }
     for name, build in builds.items():
         if name in WHICH:
