@@ -20,6 +20,7 @@ import hashlib
 import re
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 MIRROR = Path(sys.argv[1])
@@ -131,6 +132,21 @@ def build_d() -> int:
 
 
 
+def usable(data: bytes) -> bool:
+    """A SKILL.md that kept its frontmatter (the mirror lost it for some) and says something."""
+    return data.lstrip().startswith(b"---") and len(data) >= 200
+
+
+def mirror_by_author(keep: Callable[[str, str], bool]) -> dict[str, list[str]]:
+    """The registry mirror's SKILL.md paths by author, for the (author, skill folder) pairs ``keep`` accepts."""
+    by_author: dict[str, list[str]] = {}
+    for p in paths("AgentWorkers+skills"):
+        parts = p.split("/")
+        if len(parts) == 4 and parts[0] == "skills" and keep(parts[1], parts[2]):
+            by_author.setdefault(parts[1], []).append(p)
+    return by_author
+
+
 def unseen_description(data: bytes, seen: set[str]) -> bool:
     """False for a skill whose description (words only, first 300 characters) an earlier skill of the same library
     already has, or that has none: twins would be each other's negatives in training."""
@@ -145,19 +161,14 @@ def build_extra(name: str, excluded: tuple[str, ...], size: int = 1500) -> int:
     """``size`` skills of the registry mirror into OUT/name, one per author, from authors none of the ``excluded``
     libraries holds, frontmatter intact."""
     taken = {p.name for lib in excluded for p in (OUT / lib).iterdir() if p.is_dir()}
-    by_author: dict[str, list[str]] = {}
-    for p in paths("AgentWorkers+skills"):
-        parts = p.split("/")
-        if len(parts) == 4 and parts[0] == "skills" and parts[1] not in taken:
-            by_author.setdefault(parts[1], []).append(p)
+    by_author = mirror_by_author(lambda author, _: author not in taken)
     n = 0
     descriptions: set[str] = set()
     for author in sorted(by_author, key=h):
         p = sorted(by_author[author], key=h)[0]
         data = blob("AgentWorkers+skills", p)
         # T and U were built before twins were dropped; they stay as they were trained on.
-        fresh = name in ("T", "U") or unseen_description(data, descriptions)
-        if data.lstrip().startswith(b"---") and len(data) >= 200 and fresh:
+        if usable(data) and (name in ("T", "U") or unseen_description(data, descriptions)):
             write(OUT / name, f"{author}/{p.split('/')[2]}", data)
             n += 1
             if n == size:
@@ -170,17 +181,13 @@ def build_x() -> int:
     banned = {p.name for lib in ("D", "H") for p in (OUT / lib).iterdir() if p.is_dir()}
     held = {f"{a.name}/{s.name}" for lib in ("T", "U", "V") for a in (OUT / lib).iterdir() if a.is_dir()
             for s in a.iterdir()}
-    by_author: dict[str, list[str]] = {}
-    for p in paths("AgentWorkers+skills"):
-        parts = p.split("/")
-        if len(parts) == 4 and parts[0] == "skills" and parts[1] not in banned and f"{parts[1]}/{parts[2]}" not in held:
-            by_author.setdefault(parts[1], []).append(p)
+    by_author = mirror_by_author(lambda author, skill: author not in banned and f"{author}/{skill}" not in held)
     n = 0
     descriptions: set[str] = set()
     for author in sorted(by_author, key=h):
         for p in sorted(by_author[author], key=h):
             data = blob("AgentWorkers+skills", p)
-            if data.lstrip().startswith(b"---") and len(data) >= 200 and unseen_description(data, descriptions):
+            if usable(data) and unseen_description(data, descriptions):
                 write(OUT / "X", f"{author}/{p.split('/')[2]}", data)
                 n += 1
                 break
@@ -211,7 +218,7 @@ def build_w() -> int:
         seen: set[str] = set()
         for p in ps:
             data = blob(repo, p)
-            if not data.lstrip().startswith(b"---") or len(data) < 200 or not unseen_description(data, descriptions):
+            if not usable(data) or not unseen_description(data, descriptions):
                 continue
             sid = f"{owner}/{leaf(p)}"
             while sid in seen:
