@@ -1,9 +1,15 @@
-"""Train the goal adapter: a low-rank (LoRA) update of all-MiniLM-L6-v2's dense weights with which goals are read.
+"""Train the goal adapter: low-rank (LoRA) updates of all-MiniLM-L6-v2's dense weights with which goals, and
+with ``--skill-out`` skills, are read.
 
-Skills keep the published model's vectors (the 48-token name-and-description recipe of the index), so the adapter
-moves only goals: each training goal is pulled towards its skill's vector and away from every other skill of its
-library (a softmax over the whole library, so every near-miss is a negative). The forward pass mirrors
-orchestrator/select/encoder.py (tanh GELU, mean pooling) so that the merged weights behave as trained.
+Each training goal is pulled towards its skill's vector and away from every other skill of its library (a softmax
+over the whole library, so every near-miss is a negative). Without ``--skill-out`` skills keep the published
+model's vectors (the 48-token name-and-description recipe of the index) and only goals move. With it, a second
+update reads skills and is trained in the same steps: the library's vectors are re-encoded with it every
+``--refresh`` batches (no gradient) for the whole-library softmax of the goals, and each batch adds a second softmax
+over freshly encoded skills only — the batch's own skills, each goal's nearest ``--hard`` others and ``--random``
+more — through which both updates learn. (A softmax whose negatives are stale while the right skill is fresh
+teaches the skill update to move every fresh vector towards goals; measured, it collapsed.) The forward pass
+mirrors orchestrator/select/encoder.py (tanh GELU, mean pooling) so that the merged weights behave as trained.
 
 Not a dependency of the project: this script needs PyTorch (CPU build) in the environment that runs it.
 
@@ -24,6 +30,7 @@ import math
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -31,7 +38,7 @@ import torch
 from orchestrator.select.encoder import LOW_RANK_TARGETS
 from orchestrator.select.gloss import english_reading
 from orchestrator.select.index import SkillIndex, skill_docs
-from orchestrator.select.semantic import MINILM, QUERY_MAX_TOKENS, load_embedder
+from orchestrator.select.semantic import EMBED_MAX_TOKENS, MINILM, QUERY_MAX_TOKENS, embed_text, load_embedder
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.workflow.planner_bench import model_invocable
 
@@ -64,6 +71,11 @@ def arguments() -> argparse.Namespace:
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--validate", action="store_true")
+    parser.add_argument("--skill-out", type=Path, help="also train an update that reads skills, written here")
+    parser.add_argument("--skill-lr", type=float, default=2e-4)
+    parser.add_argument("--refresh", type=int, default=60, help="batches between re-encodings of the libraries")
+    parser.add_argument("--hard", type=int, default=3)
+    parser.add_argument("--random", type=int, default=16)
     return parser.parse_args()
 
 
@@ -143,11 +155,8 @@ def main() -> int:
         sys.exit("the bundled model is not installed (ops/setup.sh installs it)")
     tokenizer = embedder._load().tokenizer
 
-    def token_ids(text: str) -> list[int]:
-        ids: list[int] = tokenizer.encode(english_reading(text)[: QUERY_MAX_TOKENS * 16]).ids
-        return ids if len(ids) <= QUERY_MAX_TOKENS else [*ids[: QUERY_MAX_TOKENS - 1], ids[-1]]
-
     skills: dict[str, torch.Tensor] = {}
+    skill_texts: dict[str, list[list[int]]] = {}
     position: dict[str, dict[str, int]] = {}
     for spec in args.library:
         name, _, folder = spec.partition("=")
@@ -155,6 +164,7 @@ def main() -> int:
         index = SkillIndex.build(skill_docs(library, model_invocable(library.l1_index())), embedder=embedder)
         assert index.vectors is not None
         skills[name] = torch.tensor(index.vectors)
+        skill_texts[name] = [cut(tokenizer, embed_text(d.name, d.description), EMBED_MAX_TOKENS) for d in index.docs]
         position[name] = {doc.id: k for k, doc in enumerate(index.docs)}
     rows, skipped = [], 0
     for line in args.goals.read_text(encoding="utf-8").splitlines():
@@ -164,13 +174,23 @@ def main() -> int:
             skipped += 1
             continue
         held = int(hashlib.sha256(f"{goal['skill']}/val".encode()).hexdigest(), 16) % 6 == 0
-        rows.append((goal["library"], where[goal["skill"]], token_ids(goal["goal"]), held and args.validate))
+        goal_ids = cut(tokenizer, english_reading(goal["goal"]), QUERY_MAX_TOKENS)
+        rows.append((goal["library"], where[goal["skill"]], goal_ids, held and args.validate))
     train = [r for r in rows if not r[3]]
     check = [r for r in rows if r[3]]
     print(f"{len(train)} goals to train on, {len(check)} to validate, {skipped} skipped", flush=True)
     model = LowRankMiniLM(model_dir, args.rank)
-    optimiser = torch.optim.AdamW(model.parameters(), lr=args.lr, weight_decay=0.01)
+    skill_model = LowRankMiniLM(model_dir, args.rank) if args.skill_out else None
+    groups = [{"params": model.parameters(), "lr": args.lr}]
+    if skill_model is not None:
+        groups.append({"params": skill_model.parameters(), "lr": args.skill_lr})
+    optimiser = torch.optim.AdamW(groups, weight_decay=0.01)
     rng = np.random.default_rng(args.seed)
+
+    def refresh() -> None:
+        if skill_model is not None:
+            for name, texts in skill_texts.items():
+                skills[name] = encode_all(skill_model, texts)
 
     def recall_at_10() -> float:
         found = []
@@ -189,27 +209,57 @@ def main() -> int:
     for epoch in range(args.epochs):
         started, total = time.process_time(), 0.0
         order = rng.permutation(len(train))
-        for start in range(0, len(order), args.batch):
+        for step, start in enumerate(range(0, len(order), args.batch)):
+            if step and step % args.refresh == 0:
+                refresh()
             batch = [train[k] for k in order[start : start + args.batch]]
             loss = torch.zeros(())
             for name in skills:
                 mine = [r for r in batch if r[0] == name]
-                if mine:
-                    logits = model.encode([r[2] for r in mine]) @ skills[name].T / args.tau
-                    target = torch.tensor([r[1] for r in mine])
-                    loss = loss + torch.nn.functional.cross_entropy(logits, target, reduction="sum")
+                if not mine:
+                    continue
+                goals = model.encode([r[2] for r in mine])
+                target = torch.tensor([r[1] for r in mine])
+                whole = goals @ skills[name].T / args.tau
+                loss = loss + torch.nn.functional.cross_entropy(whole, target, reduction="sum")
+                if skill_model is not None:
+                    nearest = (goals.detach() @ skills[name].T).topk(args.hard + 1, dim=1).indices.flatten().tolist()
+                    extra = rng.choice(len(skill_texts[name]), size=args.random, replace=False).tolist()
+                    columns = sorted({r[1] for r in mine} | set(nearest) | set(extra))
+                    fresh = skill_model.encode([skill_texts[name][c] for c in columns])
+                    local = torch.tensor([columns.index(r[1]) for r in mine])
+                    loss = loss + torch.nn.functional.cross_entropy(goals @ fresh.T / args.tau, local, reduction="sum")
             loss = loss / len(batch)
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
             total += loss.item() * len(batch)
+        refresh()
         note = f", validation recall@10 {recall_at_10():.3f}" if check else ""
         cpu = time.process_time() - started
         print(f"epoch {epoch + 1}: loss {total / len(train):.3f}, {cpu:.0f} s CPU{note}", flush=True)
-    model.export(args.out)
-    digest = hashlib.sha256(args.out.read_bytes()).hexdigest()
-    print(f"wrote {args.out} (sha256 {digest})")
+    for out, trained in ((args.out, model), (args.skill_out, skill_model)):
+        if out is not None and trained is not None:
+            trained.export(out)
+            print(f"wrote {out} (sha256 {hashlib.sha256(out.read_bytes()).hexdigest()})")
     return 0
+
+
+def cut(tokenizer: Any, text: str, limit: int) -> list[int]:
+    """Token ids of ``text`` as the index reads it: the first ``limit`` - 1 tokens and the closing [SEP]."""
+    ids: list[int] = tokenizer.encode(text[: limit * 16]).ids
+    return ids if len(ids) <= limit else [*ids[: limit - 1], ids[-1]]
+
+
+def encode_all(model: LowRankMiniLM, texts: list[list[int]]) -> torch.Tensor:
+    """Every text's vector, without gradients, in batches of similar length."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    out = torch.zeros(len(texts), model.hidden)
+    with torch.no_grad():
+        for start in range(0, len(order), 128):
+            rows = order[start : start + 128]
+            out[rows] = model.encode([texts[i] for i in rows])
+    return out
 
 
 if __name__ == "__main__":
