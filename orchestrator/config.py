@@ -357,6 +357,11 @@ class SelectionSettings(_Section):
     """Read goals with the goal adapter shipped in the package (a low-rank update of the bundled model trained so that
     goals said the way people talk land near the skills that serve them; skills keep the published model's vectors).
     Off: goals are read with the published weights. Its file is pinned by sha256: a file that differs is refused."""
+    triage: bool = False
+    """Before planning a goal with no input files and no named skill, ask the model one short question: does a chat
+    reply answer it, or does it need a skill? On "chat" the goal is answered without skills and no catalog is sent.
+    Small models load a skill for almost any goal when shown a catalog; asked first they tell the two apart far
+    better (docs/concepts/choosing-skills.md). On in the ``local`` model profile."""
     embed_max_tokens: int = Field(48, ge=8, le=256)
     """Tokens of each skill's name and description that are embedded (cost of a cold index grows with it)."""
     embeddings_url: str = ""
@@ -388,6 +393,7 @@ MODEL_PROFILES: dict[str, dict[str, Any]] = {
             "max_tokens": 1024,
             "max_tokens_by_purpose": {"plan": 768, "reflect": 256, "semantic": 512, "answer": 384},
         },
+        "selection": {"triage": True},
         "limits": {
             "time_budget_ms": 2_400_000,
             "goal_token_budget": 150_000,

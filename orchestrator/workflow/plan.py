@@ -16,13 +16,14 @@ from orchestrator.errors import ModelError, WorkflowError
 from orchestrator.llm.cutjson import close_cut_json
 from orchestrator.llm.interface import ChatModel, Message, ModelResponse, ToolSpec
 from orchestrator.llm.jsonreply import json_in_reply
-from orchestrator.llm.usage_ledger import Spending, metered
+from orchestrator.llm.usage_ledger import LedgerModel, Spending, metered
 from orchestrator.prompts import load_prompt, render_prompt, tool_text
 from orchestrator.select.shortlist import Catalog, catalog_text
 from orchestrator.skills.parsed import SkillSummary
 from orchestrator.tokens import estimate_tokens
 from orchestrator.validate.rules import ContractRules, ExpectedOutputs, RequiredFile, slide_counts_apply
 from orchestrator.workflow.plan_input import PLAN_EXAMPLE, as_kind, normalise_plan, repeats, shape_problem
+from orchestrator.workflow.triage import chat_answer
 
 
 class PlannedOutput(BaseModel):
@@ -77,6 +78,7 @@ class NoFit(BaseModel):
 
 #: The longest answer without skills that a result carries (a runaway reply is cut, marked).
 MAX_DIRECT_ANSWER_CHARS = 20_000
+TRIAGE_REASON = "asked first, the model said a chat reply answers this goal, so no skill was loaded"
 
 
 class NoSkillNeeded(BaseModel):
@@ -216,14 +218,15 @@ def make_plan(
     max_searches: int = 3,
     max_calls: int = 4,
     library_size: int = 0,
+    triage: bool = False,
 ) -> PlanOutcome:
     """Ask the model for a plan over ``skills`` (the shortlist, best first).
 
     A malformed or unknown-skill answer is retried once with the reason. With ``search`` the model may call
     ``search_skills`` (at most ``max_searches`` times) and then use the ids it found. Skills in ``explicit`` are
     always in the plan: the planner is told, and any it leaves out are put first. ``max_calls`` bounds the model
-    calls of this plan (searches included).
-    """
+    calls of this plan (searches included). With ``triage``, a goal without inputs, named skills or feedback may be
+    answered in a chat reply first (:func:`_answered_first`), with no catalog sent."""
     if not skills and not explicit and search is None:
         raise WorkflowError(
             "no usable skills were found",
@@ -253,7 +256,10 @@ def make_plan(
     problems, allowed = 0, 2
     recorded = metered(model, "plan")  # the calls this plan may make are counted from the ledger, not by hand
     mark = recorded.ledger.mark()
-    while recorded.ledger.since(mark).requests < max_calls:
+    if triage and not (inputs or explicit or feedback) and _answered_first(goal, recorded, outcome, started):
+        return outcome
+    asked = outcome.spent.requests  # the triage question is not one of the plan's ``max_calls``
+    while recorded.ledger.since(mark).requests < max_calls + asked:
         response = _call(recorded, messages, tools if len(outcome.searches) < max_searches else [])
         outcome.spent = recorded.ledger.since(mark)
         if response.tool_calls:
@@ -288,6 +294,20 @@ def make_plan(
         next_step="run it with a stronger model, or again (nothing was run); the skills are not the reason",
         attempts=outcome.attempts,
     )
+
+
+def _answered_first(goal: str, model: LedgerModel, outcome: PlanOutcome, started: float) -> bool:
+    """Triage: True when the model, asked first, answered ``goal`` in a chat reply (``outcome`` then carries that
+    answer as a ``no_skill_needed`` plan); either way ``outcome.spent`` counts the calls it took."""
+    mark = model.ledger.mark()
+    answer = chat_answer(goal, model)
+    outcome.spent = model.ledger.since(mark)
+    if answer is None:
+        return False
+    outcome.plan = Plan(no_skill_needed=NoSkillNeeded(reason=TRIAGE_REASON, answer=answer))
+    outcome.offered = []
+    outcome.duration_ms = int((time.monotonic() - started) * 1000)
+    return True
 
 
 def _echoed(no_fit: NoFit, outcome: PlanOutcome, known: dict[str, SkillSummary]) -> bool:

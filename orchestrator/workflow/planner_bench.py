@@ -288,6 +288,7 @@ def plan_goals(
                 max_searches=selection.max_searches,
                 max_calls=selection.max_plan_calls,
                 library_size=shown.library_size,
+                triage=selection.triage,
             ).plan
         except OrchestratorError:
             errors += 1

@@ -142,6 +142,7 @@ def _plan(state: GoalState, rt: Runtime, model: LedgerModel, feedback: Sequence[
         max_searches=selection.max_searches,
         max_calls=max(1, selection.max_plan_calls - used),  # and ``model`` refuses past the goal's budget
         library_size=shortlist.library_size,
+        triage=selection.triage,
     )
 
 

@@ -109,3 +109,14 @@ def test_the_no_skill_answer_is_printed_for_a_person(cli_env, tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert "The mean adds all values" in proc.stdout and "done" in proc.stdout
+
+
+def test_a_small_local_model_is_asked_first_and_a_chat_goal_is_answered_with_no_catalog_sent(cli_env, tmp_path):
+    out = tmp_path / "out"
+    returncode, result, trace = _run("triage-chat.yaml", out, {**cli_env, "ORCH_MODEL__PROFILE": "local"})
+    assert returncode == 0 and result["status"] == "done", result
+    assert [t["purpose"] for t in trace] == ["plan", "answer"]  # the question, then the answer: no plan, no Act
+    assert result["answer"] == "72 °F is about 22.2 °C."
+    assert result["skills"] == [] and result["artifacts"] == [] and list(out.iterdir()) == []
+    assert result["validation"]["pass"] is True and "no skill" in result["validation"]["rationale"]
+    assert result["metrics"]["model_calls"] == 2
