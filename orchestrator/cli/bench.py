@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from orchestrator.cli.common import emit_json, fail, state
+from orchestrator.cli.common import emit_json, fail, notice, state
 from orchestrator.cli.startup import bench_cli
 from orchestrator.errors import OrchestratorError
 
@@ -111,8 +112,16 @@ def selection_bench(
         if model is None:
             result = bench_selection(skills_dir, goals, ks=ks, selection=settings.selection)
         else:
+            started = time.monotonic()
+
+            def show(done: int, total: int) -> None:  # a model may take minutes a plan: show it moving
+                elapsed = time.monotonic() - started
+                notice("bench.planned", f"planned {done}/{total} goals in {elapsed:.0f} s", done=done, total=total)
+
             with open_model(model, settings.model) as chat:
-                result = bench_selection(skills_dir, goals, ks=ks, selection=settings.selection, model=chat)
+                result = bench_selection(
+                    skills_dir, goals, ks=ks, selection=settings.selection, model=chat, on_planned=show
+                )
     except OrchestratorError as e:
         fail(e, as_json=as_json)
     if as_json:

@@ -18,7 +18,7 @@ import shutil
 import statistics
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
@@ -160,10 +160,11 @@ def bench_selection(
     ks: tuple[int, ...] = DEFAULT_KS,
     selection: SelectionSettings | None = None,
     model: ChatModel | None = None,
+    on_planned: Callable[[int, int], None] | None = None,
 ) -> SelectionBench:
     """Recall of the shortlist ranking on ``goals_file`` over the skills in ``skills_dir``; the index is built cold
     in a temporary cache, then again from that cache (``index_ms_cached``). With ``model``, every goal is planned
-    too (``planned``)."""
+    too (``planned``), and ``on_planned(done, total)`` is called after each."""
     selection = selection or SelectionSettings()
     goals = read_goals(goals_file)
     library = SkillLibrary(skills_dir)
@@ -213,7 +214,7 @@ def bench_selection(
 
     planned = None
     if model is not None:
-        planned = plan_goals(goals, l1, index, selection, model)
+        planned = plan_goals(goals, l1, index, selection, model, on_planned=on_planned)
     return SelectionBench(
         skills=len(l1),
         goals=len(goals),
@@ -259,7 +260,13 @@ def _rate(values: list[bool]) -> float:
 
 
 def plan_goals(
-    goals: list[BenchGoal], l1: list[SkillSummary], index: SkillIndex, selection: SelectionSettings, model: ChatModel
+    goals: list[BenchGoal],
+    l1: list[SkillSummary],
+    index: SkillIndex,
+    selection: SelectionSettings,
+    model: ChatModel,
+    *,
+    on_planned: Callable[[int, int], None] | None = None,
 ) -> PlannedSelection:
     """Plan every goal as the runtime does (shortlist, named skills, ``search_skills``) and score the plans."""
     invocable = model_invocable(l1)
@@ -302,6 +309,8 @@ def plan_goals(
                 overloaded.append({"goal": g.goal[:200], "planned": chosen})
         else:
             hits.setdefault(g.kind, []).append(any(i in chosen for i in g.expect))
+        if on_planned is not None:
+            on_planned(len(loaded) + sum(len(v) for v in hits.values()), len(goals))
     return PlannedSelection(
         model=model.name,
         goals=len(goals),

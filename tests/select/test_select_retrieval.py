@@ -175,6 +175,8 @@ def test_bench_selection_with_a_model_reports_the_plans_recall_and_over_loading(
         env=env,
     )
     assert proc.returncode == 0, proc.stderr
+    shown = [json.loads(line) for line in proc.stderr.splitlines() if '"bench.planned"' in line]
+    assert [(e["done"], e["total"]) for e in shown] == [(1, 4), (2, 4), (3, 4), (4, 4)]  # a line per planned goal
     result = json.loads(proc.stdout)
     assert result["no_skill_goals"] == 2 and result["no_fit_goals"] == 1 and set(result["by_kind"]) == {"direct"}
     planned = result["planned"]
@@ -194,3 +196,32 @@ def test_bench_selection_with_a_model_reports_the_plans_recall_and_over_loading(
         env=env,
     )
     assert human.returncode == 0 and "over-loading 0.5 on 2 goals that need no skill" in human.stdout
+
+
+def test_bench_selection_with_a_local_model_asks_first_and_counts_a_chat_answer_as_no_skill_loaded(
+    skills_root, tmp_path
+):
+    goals = tmp_path / "goals.jsonl"
+    goals.write_text(
+        json.dumps({"goal": "Bill my client for last week's orders", "expect": ["invoice-builder"], "kind": "direct"})
+        + "\n"
+        + json.dumps({"goal": "thanks, that fixed it!", "expect": [], "kind": "none"})
+        + "\n"
+    )
+    replies = ["TOOL", json.dumps({"steps": [{"skill": "invoice-builder"}]}), "CHAT", "Glad it helped!"]
+    purposes = ["plan", "plan", "plan", "answer"]
+    scenario = tmp_path / "triage.yaml"
+    scenario.write_text(yaml.safe_dump({
+        "goal": "bench", "model": "scripted-bench",
+        "steps": [{"purpose": p, "reply": {"content": r}} for p, r in zip(purposes, replies, strict=True)],
+    }))
+    env = {**os.environ, "ORCH_SELECTION__SHORTLIST_THRESHOLD": "100", "ORCH_MODEL__PROFILE": "local"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "bench", "selection", "--skills", str(skills_root), "--goals",
+         str(goals), "--model", f"scripted:{scenario}", "--json"],
+        capture_output=True, text=True, timeout=300, env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    planned = json.loads(proc.stdout)["planned"]
+    assert planned["recall"] == 1.0 and planned["overloading"] == 0.0, planned
+    assert planned["answered_without_skills"] == 1 and planned["plan_errors"] == 0
