@@ -50,4 +50,6 @@ def chat_answer(goal: str, model: ChatModel) -> str | None:
         purpose="answer",
     )
     answer = (reply.content or "").strip()
+    if answer and reply.cut:  # ended at the answer's max_tokens: say so rather than pass a torso off as whole
+        answer += " [… cut]"
     return answer or None

@@ -55,6 +55,12 @@ def test_chat_is_read_however_a_small_model_dresses_it(reply):
     assert says_chat(reply)
 
 
+def test_a_chat_answer_cut_at_its_token_cap_is_marked_cut():
+    model = ScriptedModel([text_response("CHAT"), text_response("Closures capture", finish_reason="length")])
+    plan = make_plan("what's a closure in JS?", _skills(), model, triage=True).plan
+    assert plan.no_skill_needed is not None and plan.no_skill_needed.answer == "Closures capture [… cut]"
+
+
 def test_an_empty_chat_answer_falls_back_to_a_plan():
     model = ScriptedModel([text_response("CHAT"), text_response("  "), json_response(PLAN)])
     plan = make_plan("deck on Q3", _skills(), model, triage=True).plan
