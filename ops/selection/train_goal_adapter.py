@@ -38,7 +38,14 @@ import torch
 from orchestrator.select.encoder import LOW_RANK_TARGETS
 from orchestrator.select.gloss import english_reading
 from orchestrator.select.index import SkillIndex, skill_docs
-from orchestrator.select.semantic import EMBED_MAX_TOKENS, MINILM, QUERY_MAX_TOKENS, embed_text, load_embedder
+from orchestrator.select.semantic import (
+    EMBED_MAX_TOKENS,
+    MINILM,
+    QUERY_MAX_TOKENS,
+    embed_text,
+    load_embedder,
+    token_rows,
+)
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.workflow.planner_bench import model_invocable
 
@@ -246,9 +253,8 @@ def main() -> int:
 
 
 def cut(tokenizer: Any, text: str, limit: int) -> list[int]:
-    """Token ids of ``text`` as the index reads it: the first ``limit`` - 1 tokens and the closing [SEP]."""
-    ids: list[int] = tokenizer.encode(text[: limit * 16]).ids
-    return ids if len(ids) <= limit else [*ids[: limit - 1], ids[-1]]
+    """Token ids of ``text`` as the index reads it (:func:`~orchestrator.select.semantic.token_rows`)."""
+    return token_rows(tokenizer, [text], limit)[0]
 
 
 def encode_all(model: LowRankMiniLM, texts: list[list[int]]) -> torch.Tensor:

@@ -282,11 +282,8 @@ class BertEmbedder:
         return np.asarray(out / np.maximum(norms, 1e-12), dtype=np.float32)
 
     def _pooled(self, encoder: BertEncoder, texts: list[str], limit: int) -> np.ndarray:
-        tokenizer = self._load().tokenizer
-        # A token is at least one character: no need to tokenize a hostile megabyte to keep its first tokens.
-        encoded = tokenizer.encode_batch([t[: limit * 16] for t in texts])
-        # Keep the first tokens and the closing [SEP]; pad with 0 ([PAD]) to the longest of the batch.
-        rows = [e.ids if len(e.ids) <= limit else [*e.ids[: limit - 1], e.ids[-1]] for e in encoded]
+        rows = token_rows(self._load().tokenizer, texts, limit)
+        # Pad with 0 ([PAD]) to the longest of the batch.
         width = max(len(r) for r in rows)
         ids = np.zeros((len(rows), width), dtype=np.int64)
         mask = np.zeros((len(rows), width), dtype=np.int64)
@@ -296,6 +293,14 @@ class BertEmbedder:
         hidden = encoder.hidden_states(ids, mask)
         summed = (hidden * mask[..., None]).sum(axis=1)
         return np.asarray(summed / np.maximum(mask.sum(axis=1, keepdims=True), 1), dtype=np.float32)
+
+
+def token_rows(tokenizer: Any, texts: list[str], limit: int) -> list[list[int]]:
+    """Token ids of each text as the index reads it: the first ``limit`` - 1 tokens and the closing [SEP] (the goal
+    adapter's trainer reads its texts with this too)."""
+    # A token is at least one character: no need to tokenize a hostile megabyte to keep its first tokens.
+    encoded = tokenizer.encode_batch([t[: limit * 16] for t in texts])
+    return [e.ids if len(e.ids) <= limit else [*e.ids[: limit - 1], e.ids[-1]] for e in encoded]
 
 
 def load_embedder(
