@@ -256,7 +256,7 @@ def make_plan(
     problems, allowed = 0, 2
     recorded = metered(model, "plan")  # the calls this plan may make are counted from the ledger, not by hand
     mark = recorded.ledger.mark()
-    if triage and not (inputs or explicit or feedback) and _answered_first(goal, recorded, outcome, started):
+    if triage and not (inputs or explicit or feedback) and _answered_first(goal, constraints, recorded, outcome):
         return outcome
     asked = outcome.spent.requests  # the triage question is not one of the plan's ``max_calls``
     while recorded.ledger.since(mark).requests < max_calls + asked:
@@ -296,11 +296,11 @@ def make_plan(
     )
 
 
-def _answered_first(goal: str, model: LedgerModel, outcome: PlanOutcome, started: float) -> bool:
+def _answered_first(goal: str, constraints: Sequence[str], model: LedgerModel, outcome: PlanOutcome) -> bool:
     """Triage: True when the model, asked first, answered ``goal`` in a chat reply (``outcome`` then carries that
     answer as a ``no_skill_needed`` plan); either way ``outcome.spent`` counts the calls it took."""
-    mark = model.ledger.mark()
-    answer = chat_answer(goal, model)
+    started, mark = time.monotonic(), model.ledger.mark()
+    answer = chat_answer(goal, model, constraints)
     outcome.spent = model.ledger.since(mark)
     if answer is None:
         return False

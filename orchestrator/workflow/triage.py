@@ -9,6 +9,7 @@ misreads its question costs one short call, never a skill. On by ``selection.tri
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 
 from orchestrator.llm.interface import ChatModel, Message
@@ -26,11 +27,16 @@ def _examples() -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
-def triage_request(goal: str) -> list[Message]:
+def asked(goal: str, constraints: Sequence[str] = ()) -> str:
+    """The goal as the triage question and the chat answer read it: its constraints ("as a PDF", "in French") too."""
+    return goal if not constraints else f"{goal}\n\nConstraints: {'; '.join(constraints)}"
+
+
+def triage_request(goal: str, constraints: Sequence[str] = ()) -> list[Message]:
     messages = [Message(role="system", content=load_prompt("triage_system"))]
     for request, label in _examples():
         messages += [Message(role="user", content=request), Message(role="assistant", content=label)]
-    return [*messages, Message(role="user", content=goal)]
+    return [*messages, Message(role="user", content=asked(goal, constraints))]
 
 
 def says_chat(reply: str) -> bool:
@@ -39,14 +45,17 @@ def says_chat(reply: str) -> bool:
     return bool(words) and words[0].strip(".:!*`\"'").upper() == "CHAT"
 
 
-def chat_answer(goal: str, model: ChatModel) -> str | None:
+def chat_answer(goal: str, model: ChatModel, constraints: Sequence[str] = ()) -> str | None:
     """The goal answered in a chat reply when the model, asked first, says it needs no skill; None otherwise (the
     goal is then planned as usual). Two calls at most: the question (purpose ``plan``) and the answer (``answer``)."""
-    verdict = model.complete(triage_request(goal), purpose="plan")
+    verdict = model.complete(triage_request(goal, constraints), purpose="plan")
     if not says_chat(verdict.content or ""):
         return None
     reply = model.complete(
-        [Message(role="system", content=load_prompt("direct_answer")), Message(role="user", content=goal)],
+        [
+            Message(role="system", content=load_prompt("direct_answer")),
+            Message(role="user", content=asked(goal, constraints)),
+        ],
         purpose="answer",
     )
     answer = (reply.content or "").strip()

@@ -55,6 +55,13 @@ def test_chat_is_read_however_a_small_model_dresses_it(reply):
     assert says_chat(reply)
 
 
+def test_the_goals_constraints_are_part_of_the_question_and_of_the_answers_request():
+    model = ScriptedModel([text_response("CHAT"), text_response("Bonjour !")])
+    make_plan("say hello", _skills(), model, triage=True, constraints=["in French", "one line"])
+    for call in model.calls:
+        assert call.messages[-1].content == "say hello\n\nConstraints: in French; one line"
+
+
 def test_a_chat_answer_cut_at_its_token_cap_is_marked_cut():
     model = ScriptedModel([text_response("CHAT"), text_response("Closures capture", finish_reason="length")])
     plan = make_plan("what's a closure in JS?", _skills(), model, triage=True).plan
