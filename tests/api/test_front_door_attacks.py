@@ -59,11 +59,17 @@ def test_no_key_a_wrong_key_a_malformed_header_and_a_revoked_key_are_refused(doo
             answer = client.request(method, path)
             assert answer.status_code == 401, (method, path, answer.text)
             assert answer.headers["www-authenticate"] == "Bearer"
+    for client in (door.client(None), door.client("orch-not-a-key")):  # URLs no route serves say nothing either
+        for path in ("/v1/jobs/x/files/%0A0", "/v1/no-such-thing", "/v1/jobs/x/y/z"):
+            answer = client.get(path)
+            assert answer.status_code == 401 and answer.headers["www-authenticate"] == "Bearer", (path, answer.text)
     basic = httpx.get(f"{door.url}/v1/jobs", headers={"Authorization": "Basic YWxpY2U6eA=="})
     assert basic.status_code == 401
     _, secret = door.keys.create("carol")
     carol = door.client(secret)
     assert carol.get("/v1/jobs").status_code == 200
+    assert carol.get("/v1/jobs/x/files/%0A0").status_code == 404  # with a key, a URL no route serves is not found
+    assert carol.get("/nowhere").status_code == 404
     assert door.keys.revoke("carol")
     assert carol.get("/v1/jobs").status_code == 401
     assert carol.post("/v1/jobs", json=[goal("c1")]).status_code == 401
