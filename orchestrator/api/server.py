@@ -159,25 +159,24 @@ def create_api(
     async def _redis_down(_request: Request, error: redis.RedisError) -> JSONResponse:
         return JSONResponse({"detail": "the job ledger cannot be reached; try again shortly"}, status_code=503)
 
-    @api.exception_handler(StarletteHTTPException)
-    async def _unrouted(request: Request, error: StarletteHTTPException) -> Response:
-        """A URL under /v1 that no route serves (a path parameter holding a newline) is "not found" only for a caller
-        with a key; without one it answers 401 like every other /v1 URL, so no URL is probed without a key."""
-        if error.status_code == 404 and request.url.path.startswith("/v1/"):
-            creds = await bearer(request)
-            try:
-                key = await run_in_threadpool(keys.authenticate, creds.credentials) if creds is not None else None
-            except redis.RedisError as e:
-                return await _redis_down(request, e)
-            if key is None:
-                return await _refused(request, ApiRefusal(401, "a valid API key is needed: Authorization: Bearer KEY"))
-        return await http_exception_handler(request, error)
-
     def authenticated(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> ApiKey:
         key = keys.authenticate(creds.credentials) if creds is not None else None
         if key is None:
             raise ApiRefusal(401, "a valid API key is needed: Authorization: Bearer KEY")
         return key
+
+    @api.exception_handler(StarletteHTTPException)
+    async def _unrouted(request: Request, error: StarletteHTTPException) -> Response:
+        """A URL under /v1 that no route serves (a path parameter holding a newline) is "not found" only for a caller
+        with a key; without one it answers 401 like every other /v1 URL, so no URL is probed without a key."""
+        if error.status_code == 404 and request.url.path.startswith("/v1/"):
+            try:
+                await run_in_threadpool(authenticated, await bearer(request))
+            except ApiRefusal as refusal:
+                return await _refused(request, refusal)
+            except redis.RedisError as e:
+                return await _redis_down(request, e)
+        return await http_exception_handler(request, error)
 
     def caller(key: Annotated[ApiKey, Depends(authenticated)]) -> Caller:
         return Caller(name=key.name, admin=key.admin)
