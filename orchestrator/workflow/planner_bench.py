@@ -280,7 +280,7 @@ def plan_goals(
     loaded: list[int] = []
     answered = no_fit = errors = 0
     overloaded: list[dict[str, object]] = []
-    for g in goals:
+    for done, g in enumerate(goals, 1):
         shown = make_shortlist(
             g.goal, l1, index, threshold=selection.shortlist_threshold, size=selection.shortlist_size
         )
@@ -310,7 +310,7 @@ def plan_goals(
         else:
             hits.setdefault(g.kind, []).append(any(i in chosen for i in g.expect))
         if on_planned is not None:
-            on_planned(len(loaded) + sum(len(v) for v in hits.values()), len(goals))
+            on_planned(done, len(goals))
     return PlannedSelection(
         model=model.name,
         goals=len(goals),
