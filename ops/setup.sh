@@ -36,6 +36,21 @@ if [ "${#need_dicts[@]}" -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_dicts[@]}" >/dev/null
 fi
 
+# Apertium and its Spanish-English, Portuguese-Spanish, French-Spanish and Italian-Spanish pairs, run by
+# orchestrator/select/translation.py (goals and skills in those languages read as English sentences); cg3 is the
+# constraint grammar the Italian pair runs. Without recommends: they recommend document-format helpers.
+need_mt=()
+command -v apertium-wblank-mode >/dev/null 2>&1 || need_mt+=(apertium)
+command -v cg-proc >/dev/null 2>&1 || need_mt+=(cg3)
+for pair in eng-spa:spa-eng es-pt:pt-es fr-es:fr-es spa-ita:ita-spa; do
+  [ -f "/usr/share/apertium/modes/${pair#*:}.mode" ] || need_mt+=("apertium-${pair%%:*}")
+done
+if [ "${#need_mt[@]}" -gt 0 ]; then
+  log "installing translation pairs: ${need_mt[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_mt[@]}" >/dev/null
+fi
+
 wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
   local deadline=$((SECONDS + $1)); local what=$2; shift 2
   until "$@" >/dev/null 2>&1; do

@@ -10,6 +10,10 @@ both "ten"), for German its inflections and the parts of a compound the dictiona
 Besprechung + Abschrift). Grammar words (the stopword list of ``bm25s`` for that language) are dropped. The language
 model and each dictionary are loaded once per process, only when a text may be in one of the languages; without the
 package or a dictionary a text is left as it is (logged).
+
+Spanish, Portuguese, French and Italian are also translated as sentences where Apertium's pairs are installed
+(:mod:`orchestrator.select.translation`): the sentence encoder then reads the translation, and the lexical index gets
+its words beside the dictionary's.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import Stemmer
 from bm25s import stopwords
 
 from orchestrator.logs import get_logger
+from orchestrator.select import translation
 
 _log = get_logger("orchestrator.select")
 
@@ -56,6 +61,12 @@ _HOMOGRAPHS = frozenset(
 )
 #: Words that tell the six languages from English before the language model is loaded (it costs ~1 s and ~55 MB).
 _MARKERS = frozenset().union(*(set(s) for _, _, s in LANGUAGES.values())) - _ENGLISH_STOP - _HOMOGRAPHS
+_FOREIGN_STOP = frozenset().union(*(set(s) for _, _, s in LANGUAGES.values()))
+#: English grammar words no other of the six languages has ("the", "my", "with"): nearly every English sentence has one.
+_ENGLISH_ONLY = _ENGLISH_STOP - _FOREIGN_STOP
+#: Words in a text with no accent and no marker from which it may still be foreign (typed without accents: "quero
+#: parar de perder horas no celular").
+UNMARKED_MIN_WORDS = 3
 _ACCENTED = re.compile(r"[äöüßàâçéèêëîïôûùœãõáíóúñìò¿¡]")
 _WORD = re.compile(r"[^\W\d_]+")
 #: A text is read only if nearly all its letters are Latin (Korean with one Latin product name is not Dutch).
@@ -298,7 +309,7 @@ def _language(sample: str) -> str | None:
     latin = sum(1 for w in words for c in w if c < "\u0250")
     if not letters or latin < LATIN_SHARE * letters:
         return None
-    if not _ACCENTED.search(sample.lower()) and _MARKERS.isdisjoint(words):
+    if not _ACCENTED.search(sample.lower()) and _MARKERS.isdisjoint(words) and not _unmarked_foreign(words):
         return None
     if not installed() or (identifier := _identifier()) is None:
         return None
@@ -310,6 +321,15 @@ def _language(sample: str) -> str | None:
     english = sum(1 for w in words if w in _ENGLISH_STOP and w not in stop)
     foreign = sum(1 for w in words if w in stop and w not in _ENGLISH_STOP)
     return None if english > foreign else str(found)
+
+
+def _unmarked_foreign(words: list[str]) -> bool:
+    """Grammar words of the six languages and not one that only English has: worth asking the model."""
+    return (
+        len(words) >= UNMARKED_MIN_WORDS
+        and _ENGLISH_ONLY.isdisjoint(words)
+        and not (_FOREIGN_STOP - _ENGLISH_STOP).isdisjoint(words)
+    )
 
 
 def _sense_glosses(definition: str) -> list[list[str]]:
@@ -386,6 +406,9 @@ def english_words(text: str) -> list[list[str]]:
             english = [w for gloss in glosses for w in gloss.split()]
             if english:
                 out.append(list(dict.fromkeys(english))[:MAX_ENGLISH])
+    translated = translation.to_english(text, found)
+    if translated:
+        out.extend([word] for word in _ENGLISH.findall(translated.lower()))
     return out
 
 
@@ -397,9 +420,20 @@ def english_reading(text: str) -> str | None:
 
     The English is added rather than put in the text's place: cognates and borrowed words ("Deploy-Skript", "vídeo",
     "modelo") say more than a small dictionary's glosses of them (measured on the tuning halves of C29 and D29, see
-    docs/concepts/choosing-skills.md)."""
+    docs/concepts/choosing-skills.md).
+
+    A Spanish, Portuguese, French or Italian text with an installed translation is read as its translation alone
+    (words Apertium does not know stay in it as they are, so cognates still count)."""
     found = language(text)
-    if found is None or dictionary(found) is None:
+    if found is None:
+        return None
+    return translation.to_english(text, found) or dictionary_reading(text, found)
+
+
+def dictionary_reading(text: str, found: str) -> str | None:
+    """``text`` followed by the dictionary's English of its words (see :func:`english_reading`); ``None`` when the
+    dictionary of ``found`` is not installed."""
+    if dictionary(found) is None:
         return None
 
     def read(match: re.Match[str]) -> str:
@@ -430,4 +464,8 @@ SAMPLES: dict[str, tuple[str, str]] = {
 def unread_languages() -> list[str]:
     """The languages whose sample goal (:data:`SAMPLES`) is not read as English here: empty when the model and all
     six dictionaries are installed and work."""
-    return [code for code, (goal, word) in SAMPLES.items() if word not in _ENGLISH.findall(english_reading(goal) or "")]
+    return [
+        code
+        for code, (goal, word) in SAMPLES.items()
+        if language(goal) != code or word not in _ENGLISH.findall(dictionary_reading(goal, code) or "")
+    ]

@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from orchestrator.logs import get_logger
-from orchestrator.select import european, japanese
+from orchestrator.select import european, japanese, translation
 
 _log = get_logger("orchestrator.select")
 
@@ -112,6 +112,8 @@ def reading_tag() -> str:
     tag = f"-ja{japanese.READING_VERSION}" if japanese.installed() else ""
     if european.installed():
         tag += f"-eu{european.READING_VERSION}{''.join(european.available_languages())}"
+        if translated := translation.available_languages():
+            tag += f"-mt{translation.VERSION}{''.join(translated)}"
     return tag
 
 
