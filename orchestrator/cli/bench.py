@@ -133,7 +133,13 @@ def selection_bench(
             f"{result.goals} goals over {result.skills} skills: recall {recall} ({kinds}); planner prompt max "
             f"{result.planner_prompt_tokens_max} tokens; index {result.index_ms} ms (cached {result.index_ms_cached}"
             f" ms, +{result.index_memory_mb} MB), query median {result.query_ms_median} ms "
-            f"({result.query_cpu_ms_median} ms CPU); "
+            f"({result.query_cpu_ms_median} ms CPU"
+            + (
+                f"; {result.translated_goals} goals translated, +{result.translation_cpu_ms_per_goal} ms CPU each"
+                if result.translated_goals
+                else ""
+            )
+            + "); "
             f"ranking {'lexical + semantic' if result.semantic else 'lexical only'}"
         )
         if result.planned is not None:

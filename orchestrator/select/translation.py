@@ -193,10 +193,38 @@ class _Pipeline:
         process, self.process = self.process, None
         if process is None or process.poll() is not None:
             return
+        global _stopped_cpu_s
+        _stopped_cpu_s += _group_cpu_seconds(process.pid)
         with contextlib.suppress(OSError):
             os.killpg(process.pid, signal.SIGKILL)
         with contextlib.suppress(subprocess.SubprocessError):
             process.wait(timeout=5)
+
+
+def _group_cpu_seconds(group: int) -> float:
+    """CPU time (user and system) of the live processes of one process group, from ``/proc``."""
+    ticks = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(fields[2]) == group:  # fields after the command: state, ppid, pgrp, ... utime (12th), stime (13th)
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+_stopped_cpu_s = 0.0
+
+
+def cpu_seconds() -> float:
+    """CPU time the translation pipelines of this process have used so far (they are other processes, which a
+    process's own CPU clock does not count): for ``bench selection``."""
+    return _stopped_cpu_s + sum(
+        _group_cpu_seconds(p.process.pid)
+        for p in list(_pipelines.values())
+        if p.process is not None and p.owner == os.getpid()
+    )
 
 
 _pipelines: dict[Path, _Pipeline] = {}

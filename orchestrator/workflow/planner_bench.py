@@ -28,6 +28,7 @@ from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.llm.interface import ChatModel
 from orchestrator.llm.scenario import load_scenario
 from orchestrator.prompts import load_prompt
+from orchestrator.select import european, translation
 from orchestrator.select.index import SkillIndex
 from orchestrator.select.routing import RouteReport, route_check
 from orchestrator.select.routing import read_goals as read_route_goals
@@ -103,6 +104,13 @@ class SelectionBench(BaseModel):
     query_ms_median: float
     query_cpu_ms_median: float = 0.0
     """CPU time of ranking one goal (this thread: the goal is embedded in it): its cost on an idle core."""
+    translated_goals: int = 0
+    """Goals in Spanish, Portuguese, French or Italian with an installed translation (``select/translation.py``)."""
+    translation_cpu_ms_per_goal: float = 0.0
+    """CPU time of the translation pipelines (other processes) per translated goal, on top of ``query_cpu_ms``."""
+    index_translation_cpu_ms: int = 0
+    """CPU time of the translation pipelines during the cold build (skills in those languages), on top of
+    ``index_cpu_ms``."""
     misses_at_10: list[dict[str, object]] = []
     planned: PlannedSelection | None = None
     """With ``--model``: recall of the plans and over-loading on goals that need no skill."""
@@ -177,10 +185,11 @@ def bench_selection(
             raise ConfigError(f"goal {g.goal[:60]!r} expects unknown skill ids {unknown}", where="bench")
     memory_before = rss_mb()
     with tempfile.TemporaryDirectory(prefix="orch-bench-") as cache_dir:
-        started, cpu_started = time.perf_counter(), time.process_time()
+        started, cpu_started, translation_started = time.perf_counter(), time.process_time(), translation.cpu_seconds()
         index = SkillIndex.for_library(library, invocable, Path(cache_dir), selection)
         index_ms = int((time.perf_counter() - started) * 1000)
         index_cpu_ms = int((time.process_time() - cpu_started) * 1000)
+        index_translation_cpu_ms = int((translation.cpu_seconds() - translation_started) * 1000)
         memory_after = rss_mb()
         started = time.perf_counter()
         SkillIndex.for_library(library, invocable, Path(cache_dir), selection)
@@ -192,6 +201,8 @@ def bench_selection(
     prompt_tokens: list[int] = []
     misses: list[dict[str, object]] = []
     searchable = len(invocable) > selection.shortlist_threshold
+    translated = sum(1 for g in goals if translation.route(european.language(g.goal) or "") is not None)
+    translation_started = translation.cpu_seconds()
     for g in goals:
         started, cpu_started = time.perf_counter(), time.thread_time()
         ranked = make_shortlist(g.goal, l1, index, threshold=0, size=depth)
@@ -212,6 +223,7 @@ def bench_selection(
         if not any(i in ranked.ids[:10] for i in g.expect):
             misses.append({"goal": g.goal[:200], "expect": g.expect, "top": ranked.ids[:3]})
 
+    translation_cpu_ms = (translation.cpu_seconds() - translation_started) * 1000
     planned = None
     if model is not None:
         planned = plan_goals(goals, l1, index, selection, model, on_planned=on_planned)
@@ -233,6 +245,9 @@ def bench_selection(
         goal_adapter=index.goal_adapter,
         query_ms_median=round(statistics.median(query_ms), 2) if query_ms else 0.0,
         query_cpu_ms_median=round(statistics.median(query_cpu_ms), 2) if query_cpu_ms else 0.0,
+        translated_goals=translated,
+        translation_cpu_ms_per_goal=round(translation_cpu_ms / translated, 2) if translated else 0.0,
+        index_translation_cpu_ms=index_translation_cpu_ms,
         misses_at_10=misses,
         planned=planned,
     )

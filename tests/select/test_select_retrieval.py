@@ -112,6 +112,27 @@ def test_bench_selection_prints_recall_by_kind_and_prompt_size(skills_root):
     assert 0 < result["query_cpu_ms_median"] <= result["query_ms_median"] * 1.2 + 1
 
 
+def test_bench_selection_counts_the_translation_pipelines_cpu_apart(skills_root, tmp_path):
+    goals = tmp_path / "g.jsonl"
+    goals.write_text(
+        '{"goal": "la gente se registra y a la semana desaparece", "expect": []}\n'
+        '{"goal": "quero parar de perder horas no celular", "expect": []}\n'
+        '{"goal": "fix the flaky login test", "expect": []}\n'
+    )
+    proc = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "bench", "selection", "--skills", str(skills_root), "--goals",
+         str(goals), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    result = json.loads(proc.stdout)
+    # The pipelines are other processes: their CPU (starting them included) is reported beside the query's own.
+    assert result["translated_goals"] == 2
+    assert result["translation_cpu_ms_per_goal"] > 0
+
+
 def test_bench_selection_names_the_bad_goal_line(skills_root, tmp_path):
     goals = tmp_path / "g.jsonl"
     goals.write_text('{"goal": "ok", "expect": []}\n{"expect": []}\n')
