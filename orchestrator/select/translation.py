@@ -236,6 +236,18 @@ def _pipeline(mode: Path) -> _Pipeline:
         return _pipelines.setdefault(mode, _Pipeline(mode))
 
 
+def _forget_parents_pipelines() -> None:
+    """In a forked child: the parent's pipelines (and a lock another thread may have held at the fork) are the
+    parent's; the child starts its own."""
+    global _pipelines_lock, _stopped_cpu_s
+    _pipelines.clear()
+    _pipelines_lock = threading.Lock()
+    _stopped_cpu_s = 0.0
+
+
+os.register_at_fork(after_in_child=_forget_parents_pipelines)
+
+
 @atexit.register
 def stop_all() -> None:
     for pipeline in list(_pipelines.values()):
