@@ -171,7 +171,7 @@ class _Pipeline:
     def _exchange(self, process: subprocess.Popen[bytes], text: str) -> str:
         assert process.stdin is not None and process.stdout is not None
         # The newline matters: the bilingual lookup reads one character past a word before it flushes.
-        process.stdin.write(_escape(text).encode() + b"\n\0")
+        process.stdin.write(_escape(text).encode(errors="replace") + b"\n\0")  # a lone surrogate too
         process.stdin.flush()
         out = process.stdout.fileno()
         deadline = time.monotonic() + DEADLINE_S

@@ -61,7 +61,7 @@ def test_english_never_starts_a_pipeline():
 
 
 def test_reserved_characters_and_nul_do_not_put_the_pipeline_out_of_step():
-    hostile = "hola ^mundo$ [x] {y} \\ @z <b> / \x00 fin\n\n\x07 adios"
+    hostile = "hola ^mundo$ [x] {y} \\ @z <b> / \x00 fin\n\n\x07 \udcff \u202e adios"
     first = translation.to_english(hostile, "es")
     assert first is not None and "\x00" not in first and "hello" in first.lower()
     # The next text gets its own answer, not the rest of the previous one.
