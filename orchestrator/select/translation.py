@@ -126,7 +126,7 @@ class _Pipeline:
             process = self._running()
             try:
                 answer = self._exchange(process, text)
-            except (OSError, PipelineFailed) as error:
+            except (OSError, ValueError, PipelineFailed) as error:  # ValueError: a closed pipe, a text it cannot encode
                 self.failures += 1
                 self.stop()
                 raise PipelineFailed(f"{self.mode.stem}: {error}") from error
