@@ -393,8 +393,9 @@ def headwords(word: str, language: str) -> list[str] | None:
     return None
 
 
-def english_words(text: str) -> list[list[str]]:
-    """For each content word of ``text`` in one of the six languages, the English words of its first senses;
+def english_words(text: str, *, translate: bool = True) -> list[list[str]]:
+    """For each content word of ``text`` in one of the six languages, the English words of its first senses, and
+    with ``translate`` the words of its translation (:mod:`orchestrator.select.translation`) where one is installed;
     empty when ``text`` is not in one of them (English never is read)."""
     found = language(text)
     if found is None or dictionary(found) is None:
@@ -406,7 +407,7 @@ def english_words(text: str) -> list[list[str]]:
             english = [w for gloss in glosses for w in gloss.split()]
             if english:
                 out.append(list(dict.fromkeys(english))[:MAX_ENGLISH])
-    translated = translation.to_english(text, found)
+    translated = translation.to_english(text, found) if translate else None
     if translated:
         out.extend([word] for word in _ENGLISH.findall(translated.lower()))
     return out

@@ -117,7 +117,7 @@ def reading_tag() -> str:
     return tag
 
 
-def english_terms(text: str) -> list[str]:
+def english_terms(text: str, *, translate: bool = True) -> list[str]:
     """English words for the Chinese or Japanese in ``text``, or for the words of a German, Spanish, French,
     Portuguese, Italian or Dutch text (lower-case, not yet stemmed); empty when it has none (English).
 
@@ -127,7 +127,7 @@ def english_terms(text: str) -> list[str]:
         return [w for english in japanese_words for w in english]
     runs = _HAN.findall(text)
     if not runs:
-        return [w for english in european.english_words(text) for w in english]
+        return [w for english in european.english_words(text, translate=translate) for w in english]
     words = dictionary()
     terms: list[str] = []
     for run in runs:

@@ -63,10 +63,10 @@ def tokenize(text: str) -> list[str]:
     return terms
 
 
-def bilingual_terms(text: str) -> list[str]:
+def bilingual_terms(text: str, *, translate: bool = True) -> list[str]:
     """:func:`tokenize`, plus the English words of its Chinese (see :mod:`orchestrator.select.gloss`), so that an
-    English goal meets a Chinese skill and the other way round."""
-    return tokenize(text) + stem([w for w in english_terms(text) if w not in _STOP])
+    English goal meets a Chinese skill and the other way round; ``translate`` as in :func:`gloss.english_terms`."""
+    return tokenize(text) + stem([w for w in english_terms(text, translate=translate) if w not in _STOP])
 
 
 class FieldIndex:

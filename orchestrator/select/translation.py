@@ -54,7 +54,7 @@ IDLE_S = 120.0
 #: A pipeline that failed this many times in a process is not started again.
 MAX_FAILURES = 3
 #: Part of cache keys: index entries derived with another translation are not reused.
-VERSION = 1
+VERSION = 2
 
 _ESCAPED = re.compile(r"([\\^$\[\]{}/@<>])")
 _UNESCAPE = re.compile(r"\\(.)", re.DOTALL)

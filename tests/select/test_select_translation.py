@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from orchestrator.select import european, gloss, translation
+from orchestrator.select.index import SkillDoc, SkillIndex
 
 
 def _reset() -> None:
@@ -152,3 +153,13 @@ def test_the_app_image_and_the_host_set_up_install_every_pair_a_route_takes():
         assert f"{package}:{mode}" in setup
     assert "cg3" in dockerfile and "cg3" in setup  # the Italian pair's grammar
     assert "untranslated_languages" in dockerfile  # the build fails unless all four come out in English
+
+
+def test_a_cold_index_translates_a_skills_description_and_leaves_its_body_to_the_dictionary(tmp_path: Path):
+    description = "Prepara los informes mensuales de gastos del equipo y los envia a la direccion"
+    body = "Cuando el usuario pide el cierre del mes, junta las facturas pendientes y calcula los totales por proyecto."
+    doc = SkillDoc(id="gastos", name="gastos", description=description, body=body, sha256="cd" * 32)
+    index = SkillIndex.build([doc], tmp_path / "cache")
+    translated = translation._translated.cache_info().currsize
+    assert translated == 1  # the description (read for words and for meaning), not the body
+    assert index.search("monthly expense reports")[0].id == "gastos"
