@@ -10,6 +10,14 @@ cd "$(dirname "$0")/.."
 log() { printf '\n==> %s\n' "$*"; }
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+apt_install() { # apt_install WHAT FLAGS PACKAGE...: FLAGS "" or --no-install-recommends; nothing when no package
+  local what=$1 flags=$2; shift 2
+  [ "$#" -gt 0 ] || return 0
+  log "installing $what: $*"
+  $SUDO apt-get update -qq
+  # shellcheck disable=SC2086 # FLAGS is empty or one option
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq $flags "$@" >/dev/null
+}
 
 need_pkgs=()
 command -v dockerd >/dev/null 2>&1 || need_pkgs+=(docker.io)
@@ -18,11 +26,7 @@ command -v debootstrap >/dev/null 2>&1 || need_pkgs+=(debootstrap)
 command -v docker-compose >/dev/null 2>&1 || need_pkgs+=(docker-compose)
 command -v npm >/dev/null 2>&1 || need_pkgs+=(npm)  # `npm ci` of the sandbox image's Node libraries, on the host
 (command -v chromium || command -v chromium-browser) >/dev/null 2>&1 || need_pkgs+=(chromium)  # Flower/report checks
-if [ "${#need_pkgs[@]}" -gt 0 ]; then
-  log "installing Debian packages: ${need_pkgs[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq "${need_pkgs[@]}" >/dev/null
-fi
+apt_install "Debian packages" "" "${need_pkgs[@]}"
 
 # FreeDict's X-English dictionaries, read by orchestrator/select/european.py (goals and skills in German, Spanish,
 # French, Portuguese, Italian, Dutch). Without recommends: they recommend a dictd server, which nothing here needs.
@@ -30,11 +34,7 @@ need_dicts=()
 for code in deu spa fra por ita nld; do
   [ -f "/usr/share/dictd/freedict-$code-eng.index" ] || need_dicts+=("dict-freedict-$code-eng")
 done
-if [ "${#need_dicts[@]}" -gt 0 ]; then
-  log "installing dictionaries: ${need_dicts[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_dicts[@]}" >/dev/null
-fi
+apt_install dictionaries --no-install-recommends "${need_dicts[@]}"
 
 # Apertium and its Spanish-English, Portuguese-Spanish, French-Spanish and Italian-Spanish pairs, run by
 # orchestrator/select/translation.py (goals and skills in those languages read as English sentences); cg3 is the
@@ -45,11 +45,7 @@ command -v cg-proc >/dev/null 2>&1 || need_mt+=(cg3)
 for pair in eng-spa:spa-eng es-pt:pt-es fr-es:fr-es spa-ita:ita-spa; do
   [ -f "/usr/share/apertium/modes/${pair#*:}.mode" ] || need_mt+=("apertium-${pair%%:*}")
 done
-if [ "${#need_mt[@]}" -gt 0 ]; then
-  log "installing translation pairs: ${need_mt[*]}"
-  $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need_mt[@]}" >/dev/null
-fi
+apt_install "translation pairs" --no-install-recommends "${need_mt[@]}"
 
 wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
   local deadline=$((SECONDS + $1)); local what=$2; shift 2

@@ -112,6 +112,16 @@ def test_bench_selection_prints_recall_by_kind_and_prompt_size(skills_root):
     assert 0 < result["query_cpu_ms_median"] <= result["query_ms_median"] * 1.2 + 1
 
 
+def _bench_selection(skills_root: Path, goals: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "orchestrator", "bench", "selection", "--skills", str(skills_root), "--goals",
+         str(goals), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
 def test_bench_selection_counts_the_translation_pipelines_cpu_apart(skills_root, tmp_path):
     goals = tmp_path / "g.jsonl"
     goals.write_text(
@@ -119,13 +129,7 @@ def test_bench_selection_counts_the_translation_pipelines_cpu_apart(skills_root,
         '{"goal": "quero parar de perder horas no celular", "expect": []}\n'
         '{"goal": "fix the flaky login test", "expect": []}\n'
     )
-    proc = subprocess.run(
-        [sys.executable, "-m", "orchestrator", "bench", "selection", "--skills", str(skills_root), "--goals",
-         str(goals), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = _bench_selection(skills_root, goals)
     assert proc.returncode == 0, proc.stderr
     result = json.loads(proc.stdout)
     # The pipelines are other processes: their CPU (starting them included) is reported beside the query's own.
@@ -136,13 +140,7 @@ def test_bench_selection_counts_the_translation_pipelines_cpu_apart(skills_root,
 def test_bench_selection_names_the_bad_goal_line(skills_root, tmp_path):
     goals = tmp_path / "g.jsonl"
     goals.write_text('{"goal": "ok", "expect": []}\n{"expect": []}\n')
-    proc = subprocess.run(
-        [sys.executable, "-m", "orchestrator", "bench", "selection", "--skills", str(skills_root), "--goals",
-         str(goals), "--json"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    proc = _bench_selection(skills_root, goals)
     assert proc.returncode == 1 and "g.jsonl:2" in proc.stdout
 
 
