@@ -60,8 +60,10 @@ _HOMOGRAPHS = frozenset(
     ).split()
 )
 #: Words that tell the six languages from English before the language model is loaded (it costs ~1 s and ~55 MB).
-_MARKERS = frozenset().union(*(set(s) for _, _, s in LANGUAGES.values())) - _ENGLISH_STOP - _HOMOGRAPHS
 _FOREIGN_STOP = frozenset().union(*(set(s) for _, _, s in LANGUAGES.values()))
+_MARKERS = _FOREIGN_STOP - _ENGLISH_STOP - _HOMOGRAPHS
+#: Grammar words of the six languages that are no English grammar word (homographs such as "la", "de" included).
+_FOREIGN_ONLY = _FOREIGN_STOP - _ENGLISH_STOP
 #: English grammar words no other of the six languages has ("the", "my", "with"): nearly every English sentence has one.
 _ENGLISH_ONLY = _ENGLISH_STOP - _FOREIGN_STOP
 #: Words in a text with no accent and no marker from which it may still be foreign (typed without accents: "quero
@@ -328,7 +330,7 @@ def _unmarked_foreign(words: list[str]) -> bool:
     return (
         len(words) >= UNMARKED_MIN_WORDS
         and _ENGLISH_ONLY.isdisjoint(words)
-        and not (_FOREIGN_STOP - _ENGLISH_STOP).isdisjoint(words)
+        and not _FOREIGN_ONLY.isdisjoint(words)
     )
 
 
