@@ -1,6 +1,6 @@
 """Build the selection libraries C, D and T (SKILL.md files only) from snapshots of public repositories.
 
-The libraries are inputs of the recall measurements in docs/concepts/choosing-skills.md and of the goal adapter's
+The libraries are inputs of the recall measurements in docs/concepts/selection-measurements.md and of the goal adapter's
 training (ops/selection/train_goal_adapter.py); they are never committed. Each repository is a snapshot with a
 ``repo`` git directory under MIRROR (as the team's fetch tool leaves it: ``MIRROR/<owner>+<name>/repo``).
 

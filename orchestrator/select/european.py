@@ -423,7 +423,7 @@ def english_reading(text: str) -> str | None:
 
     The English is added rather than put in the text's place: cognates and borrowed words ("Deploy-Skript", "vídeo",
     "modelo") say more than a small dictionary's glosses of them (measured on the tuning halves of C29 and D29, see
-    docs/concepts/choosing-skills.md).
+    docs/concepts/selection-measurements.md).
 
     A Spanish, Portuguese, French or Italian text with an installed translation is read as its translation alone
     (words Apertium does not know stay in it as they are, so cognates still count)."""

@@ -5,7 +5,7 @@ precise description, and each field's scores are scaled by that field's best sco
 lower-cased ASCII letters and digits minus a few stopwords, plurals folded, then Snowball-stemmed (PyStemmer);
 Chinese, Japanese and Korean text has no spaces, so its runs become overlapping character pairs, and Chinese also
 adds its dictionary English (goals and skills are often in different languages). Each choice was measured with
-``bench selection`` on two sets of public skills (see docs/concepts/choosing-skills.md).
+``bench selection`` on two sets of public skills (see docs/concepts/selection-measurements.md).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ _STOP = frozenset(STOPWORDS_EN)
 _HIRAGANA = re.compile(r"[\u3040-\u309f]+")
 
 #: Field weights after each field's scores are scaled to [0, 1] (tuned on real skills, see
-#: docs/concepts/choosing-skills.md).
+#: docs/concepts/selection-measurements.md).
 FIELD_WEIGHTS: dict[str, float] = {"name": 0.5, "description": 1.0, "body": 1.5}
 
 

@@ -38,7 +38,8 @@ MODEL_ID = "all-MiniLM-L6-v2-f32"
 EMBED_RECIPE = "1"
 DIMENSIONS = 384
 #: Tokens of a skill's text that are embedded: the name and the start of the description say what it is for,
-#: and every token costs CPU time when a library is indexed cold (measured, see docs/concepts/choosing-skills.md).
+#: and every token costs CPU time when a library is indexed cold (measured, see
+#: docs/concepts/selection-measurements.md).
 EMBED_MAX_TOKENS = 48
 #: A goal is read further than a skill: it is one text, embedded while the user waits anyway.
 QUERY_MAX_TOKENS = 128
@@ -98,7 +99,7 @@ def fuse(lexical: np.ndarray, similarity: np.ndarray, weight: float) -> np.ndarr
     Only skills closer in meaning than the typical one gain, on the same scale whatever the query's length or
     wording. Squaring keeps a strong word match on top (a goal naming the task in the skill's words) while a
     skill that shares only a word or two with the goal no longer outweighs one that means the same thing
-    (measured on held-out goals, see docs/concepts/choosing-skills.md)."""
+    (measured on held-out goals, see docs/concepts/selection-measurements.md)."""
     total = np.zeros_like(lexical, dtype=np.float32)
     best = float(lexical.max()) if lexical.size else 0.0
     if best > 0:
@@ -163,7 +164,8 @@ class GoalAdapter:
 
 
 #: The goal adapter shipped with the package: rank-8 updates of every dense weight of all-MiniLM-L6-v2, trained
-#: with ``ops/selection/train_goal_adapter.py`` on goals written for this project (docs/concepts/choosing-skills.md).
+#: with ``ops/selection/train_goal_adapter.py`` on goals written for this project (provenance:
+#: docs/concepts/selection-measurements.md).
 GOAL_ADAPTER = GoalAdapter(
     path=Path(__file__).parent / "data" / "goal-adapter-minilm-l6-r8.npz",
     sha256="6e0f528b1dd30dab9a007e9712e828783c0c6df1ed5a56575fb7f0de401ab9eb",

@@ -69,8 +69,8 @@ def test_a_goal_sharing_no_word_with_its_skill_is_found_by_meaning(skills_root, 
     published = SkillIndex.build(docs, embedder=shipped_embedder(goal_adapter=False))
     assert skill not in lexical  # words alone do not get there...
     assert skill in [h.id for h in published.search(goal, k=3)]  # ...the published model's meaning does
-    # The goal adapter trades a little on some goals for more on most (docs/concepts/choosing-skills.md): it moved
-    # "nasty hidden in the fine print" from first to fourth of these 29 skills.
+    # The goal adapter trades a little on some goals for more on most (docs/concepts/selection-measurements.md): it
+    # moved "nasty hidden in the fine print" from first to fourth of these 29 skills.
     adapted = SkillIndex.build(docs, embedder=shipped_embedder())
     assert skill in [h.id for h in adapted.search(goal, k=5)]
 
