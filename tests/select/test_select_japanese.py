@@ -126,6 +126,29 @@ def test_without_the_japanese_dictionaries_kanji_are_read_as_chinese_and_nothing
     assert "select.japanese_unavailable" in done.stdout + done.stderr
 
 
+def test_japanese_is_read_here_as_the_app_images_build_requires():
+    # The app image's build runs the same check (ops/images/app/Dockerfile); `.[dev]` installs the `ja` extra here.
+    assert japanese.unavailable() is None
+
+
+def test_the_check_names_a_package_of_the_ja_extra_that_is_missing():
+    code = (
+        "import sys\n"
+        "sys.modules['jamdict_data'] = None\n"  # as if the image's wheelhouse lacked JMdict
+        "from orchestrator.select.japanese import unavailable\n"
+        "print(unavailable())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert done.stdout.splitlines()[-1] == "not installed: jamdict_data (the `ja` extra of pyproject.toml)"
+
+
+def test_the_check_fails_when_the_sample_goal_does_not_come_out_in_the_english_it_must(monkeypatch):
+    goal, _ = japanese.SAMPLE
+    monkeypatch.setattr(japanese, "SAMPLE", (goal, ("fall", "submarine")))
+    reason = japanese.unavailable()
+    assert reason is not None and reason.endswith("without submarine")
+
+
 _JAPANESE_ISH = st.text(
     alphabet=st.sampled_from(list("あいうえおのをにはがてしたいるテストーメモリ字落起議録、。「」々〆 aZ09\n\t")),
     max_size=300,
