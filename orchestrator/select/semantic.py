@@ -78,8 +78,8 @@ class SemanticRanker:
         self.weight = weight
 
     def similarities(self, query: str) -> np.ndarray:
-        """Cosine similarity of ``query`` to every skill; a goal's Chinese (and the kanji of Japanese) is read as
-        dictionary English first, as skills' descriptions are (the model reads English)."""
+        """Cosine similarity of ``query`` to every skill; a goal's Chinese and Japanese are read as dictionary
+        English first, as skills' descriptions are (the model reads English)."""
         if not len(self.vectors) or not query.strip():
             return np.zeros(len(self.vectors), dtype=np.float32)
         try:
