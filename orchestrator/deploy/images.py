@@ -217,9 +217,14 @@ def pinned_lines(root: Path, relative: str) -> list[str]:
     return [line for line in lines if line]
 
 
+def pinned_requirements(root: Path, relative: str) -> list[Requirement]:
+    """The requirements of a pinned requirements file, their hashes left out."""
+    return [Requirement(line.split(" --hash", 1)[0]) for line in pinned_lines(root, relative)]
+
+
 def no_deps_requirements(root: Path) -> list[Requirement]:
     """The pinned requirements of :data:`NO_DEPS_REQUIREMENTS` (one per line: ``NAME==VERSION --hash=sha256:…``)."""
-    return [Requirement(line.split(" --hash", 1)[0]) for line in pinned_lines(root, NO_DEPS_REQUIREMENTS)]
+    return pinned_requirements(root, NO_DEPS_REQUIREMENTS)
 
 
 def extra_requirements(root: Path) -> list[Requirement]:
@@ -232,7 +237,7 @@ def sdist_requirements(root: Path) -> list[Requirement]:
     """The packages of :data:`SDIST_REQUIREMENTS`, checked against the extras: each must be an extra's requirement
     that admits its pinned version, or :class:`DeployError` (no other package is ever built from source)."""
     wanted = {canonicalize_name(r.name): r for r in extra_requirements(root)}
-    pins = [Requirement(line.split(" --hash", 1)[0]) for line in pinned_lines(root, SDIST_REQUIREMENTS)]
+    pins = pinned_requirements(root, SDIST_REQUIREMENTS)
     for pin in pins:
         extra = wanted.get(canonicalize_name(pin.name))
         versions = [spec.version for spec in pin.specifier if spec.operator == "=="]
