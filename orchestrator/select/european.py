@@ -32,12 +32,12 @@ import Stemmer
 from bm25s import stopwords
 
 from orchestrator.logs import get_logger
-from orchestrator.select import translation
+from orchestrator.select import accents, translation
 
 _log = get_logger("orchestrator.select")
 
 #: Bumped whenever the reading changes: it names the index cache (``gloss.reading_tag``).
-READING_VERSION = "1"
+READING_VERSION = "2"
 #: Where Debian's dict-freedict-*-eng packages put their dictionaries.
 DICTIONARY_DIR = Path("/usr/share/dictd")
 #: ISO 639-1 code -> (FreeDict's ISO 639-3 code, Snowball stemmer, bm25s stopwords).
@@ -390,9 +390,32 @@ def headwords(word: str, language: str) -> list[str] | None:
         return []
     if (key := found.key(lower)) is not None:
         return [key]
-    if language == "de" and len(lower) <= MAX_WORD:
-        return _compound(lower, found)
-    return None
+    if language != "de" or len(lower) > MAX_WORD:
+        return None
+    for spelled in _umlauted(lower):
+        if spelled in found.stop:
+            return []
+        if (key := found.key(spelled)) is not None:
+            return [key]
+    return _compound(lower, found)
+
+
+#: How German is typed without umlauts or ß; a word is tried with them only where the dictionary lacks it as typed.
+_UMLAUT_SPELLINGS = re.compile(r"ae|oe|ue|ss")
+_UMLAUTS = {"ae": "ä", "oe": "ö", "ue": "ü", "ss": "ß"}
+
+
+def _umlauted(word: str) -> list[str]:
+    """``word`` with one or two of its "ae", "oe", "ue" and "ss" written as ä, ö, ü and ß ("laedt" -> "lädt")."""
+    spots = [m.span() for m in _UMLAUT_SPELLINGS.finditer(word)][:4]
+    out: list[str] = []
+    for count in (1, 2):
+        for chosen in itertools.combinations(spots, count):
+            spelled = word
+            for start, end in reversed(chosen):
+                spelled = spelled[:start] + _UMLAUTS[word[start:end]] + spelled[end:]
+            out.append(spelled)
+    return out
 
 
 def english_words(text: str, *, translate: bool = True) -> list[list[str]]:
@@ -402,6 +425,8 @@ def english_words(text: str, *, translate: bool = True) -> list[list[str]]:
     found = language(text)
     if found is None or dictionary(found) is None:
         return []
+    if translate:
+        text = accents.restored(text[:MAX_CHARS], found)
     out: list[list[str]] = []
     for word in _WORD.findall(text[:MAX_CHARS]):
         for key in headwords(word, found) or []:
@@ -430,6 +455,7 @@ def english_reading(text: str) -> str | None:
     found = language(text)
     if found is None:
         return None
+    text = accents.restored(text[:MAX_CHARS], found)
     return translation.to_english(text, found) or dictionary_reading(text, found)
 
 

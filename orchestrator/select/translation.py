@@ -55,7 +55,7 @@ IDLE_S = 120.0
 #: A pipeline that failed this many times in a process is not started again.
 MAX_FAILURES = 3
 #: Part of cache keys: index entries derived with another translation are not reused.
-VERSION = 2
+VERSION = 3
 
 _ESCAPED = re.compile(r"([\\^$\[\]{}/@<>])")
 _UNESCAPE = re.compile(r"\\(.)", re.DOTALL)
@@ -116,6 +116,8 @@ class PipelineFailed(Exception):
 @dataclass
 class _Pipeline:
     mode: Path
+    #: The shell pipeline it runs: the mode's own (``None``) or another made from it (the analyser alone).
+    command: str | None = None
     process: subprocess.Popen[bytes] | None = None
     failures: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -150,7 +152,7 @@ class _Pipeline:
         self.stop()
         if self.failures >= MAX_FAILURES:
             raise PipelineFailed(f"{self.mode.stem} failed {self.failures} times; not started again")
-        command = _pipeline_command(self.mode)
+        command = self.command or _pipeline_command(self.mode)
         if command is None:
             raise PipelineFailed(f"{self.mode.stem}: no pipeline")
         # bash runs the mode's pipeline with its two parameters: -n (unknown words without a mark), no tagger option.
@@ -226,9 +228,11 @@ _pipelines: dict[Path, _Pipeline] = {}
 _pipelines_lock = threading.Lock()
 
 
-def _pipeline(mode: Path) -> _Pipeline:
+def _pipeline(mode: Path, command: str | None = None) -> _Pipeline:
+    """The pipeline of ``mode`` (or of ``command``, made from it), kept by the file it reads."""
+    key = Path(command.split("'")[1]) if command else mode
     with _pipelines_lock:
-        return _pipelines.setdefault(mode, _Pipeline(mode))
+        return _pipelines.setdefault(key, _Pipeline(mode, command))
 
 
 def _forget_parents_pipelines() -> None:
@@ -269,6 +273,37 @@ def _translated(sample: str, language: str) -> str:
     for mode in route(language) or ():
         sample = _pipeline(mode).translate(sample)
     return re.sub(r"\s+", " ", sample).strip()
+
+
+@cache
+def _analyser_command(language: str) -> str | None:
+    """The first program of ``language``'s route alone: its morphological analyser (``lt-proc -z '...automorf.bin'``),
+    which says of each word whether the language knows it."""
+    modes = route(language)
+    command = _pipeline_command(modes[0]) if modes else None
+    first = command.split(" | ", 1)[0].strip() if command else ""
+    is_analyser = first.startswith("lt-proc ") and first.count("'") == 2 and first.endswith(".automorf.bin'")
+    return first if is_analyser else None
+
+
+_ANALYSIS = re.compile(r"\^([^/$^]*)/([^$]*)\$")
+
+
+def known_words(words: list[str], language: str) -> set[str] | None:
+    """Those of ``words`` (letters only) that ``language``'s analyser knows; ``None`` when it is not installed or
+    failed (logged)."""
+    modes, command = route(language), _analyser_command(language)
+    if not modes or command is None:
+        return None
+    if not words:
+        return set()
+    try:
+        # A full stop between words keeps the analyser from reading two neighbours as one multi-word entry.
+        answer = _pipeline(modes[0], command).translate(" .\n".join(words))
+    except PipelineFailed as error:
+        log.warning("select.analysis_failed", language=language, error=str(error))
+        return None
+    return {m.group(1) for m in _ANALYSIS.finditer(answer) if not m.group(2).startswith("*")}
 
 
 #: A sentence in each language and an English word its translation must have: the app image's build checks them.

@@ -286,3 +286,9 @@ def test_the_app_image_and_the_host_set_up_install_every_dictionary_the_reader_k
         assert f"dict-freedict-{code}-eng" in dockerfile
         assert code in setup.split("for code in ", 1)[1].split(";", 1)[0]
     assert "unread_languages" in dockerfile  # the build fails unless all six are read
+
+
+@pytest.mark.parametrize(("typed", "written"), [("laedt", "lädt"), ("groesse", "größe"), ("fuer", "für")])
+def test_a_german_word_typed_without_umlauts_reads_as_the_word(typed, written):
+    assert european.headwords(written, "de") is not None
+    assert european.headwords(typed, "de") == european.headwords(written, "de")

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from orchestrator.select import european, gloss, translation
+from orchestrator.select import accents, european, gloss, translation
 from orchestrator.select.index import SkillDoc, SkillIndex
 
 
@@ -21,6 +21,8 @@ def _reset() -> None:
     translation._pipelines.clear()
     translation._translated.cache_clear()
     translation.route.cache_clear()
+    translation._analyser_command.cache_clear()
+    accents.restored.cache_clear()
     if hasattr(translation._pipeline_command, "cache_clear"):  # a test may have replaced it
         translation._pipeline_command.cache_clear()
 
@@ -163,3 +165,46 @@ def test_a_cold_index_translates_a_skills_description_and_leaves_its_body_to_the
     translated = translation._translated.cache_info().currsize
     assert translated == 1  # the description (read for words and for meaning), not the body
     assert index.search("monthly expense reports")[0].id == "gastos"
+
+
+@pytest.mark.parametrize(
+    ("typed", "language", "meant"),
+    [
+        ("tenemos el almacen lleno de productos", "es", "tenemos el almacén lleno de productos"),
+        ("o usuario clica e nao acontece nada", "pt", "o usuário clica e não acontece nada"),
+        ("quero ver as informacoes do pedido", "pt", "quero ver as informações do pedido"),  # two marks
+        ("je m'inquiete pour mon poste", "fr", "je m'inquiète pour mon poste"),
+        ("voglio che tu sia piu diretto", "it", "voglio che tu sia più diretto"),
+        ("Almacen y telefono", "es", "Almacén y teléfono"),  # a capital stays
+    ],
+)
+def test_a_word_typed_without_its_accents_is_written_with_them(typed, language, meant):
+    assert accents.restored(typed, language) == meant
+
+
+def test_a_word_the_language_knows_as_typed_is_never_changed():
+    # "mas" (but) is a word as typed; "más" (more) would be another.
+    assert accents.restored("no se mas", "es") == "no se mas"
+    assert accents.restored("the warehouse is full", "en") == "the warehouse is full"
+
+
+def test_the_restored_word_is_read_as_english():
+    goal = "tenemos el almacen lleno de productos que no se mueven"
+    assert "warehouse" in gloss.english_reading(goal).lower().split()
+    assert "warehouse" in gloss.english_terms(goal)
+
+
+def test_hostile_text_costs_a_bounded_number_of_spellings_and_keeps_the_analyser_in_step():
+    words = " ".join(f"palabr{chr(97 + i % 26)}{chr(97 + i // 26 % 26)}xq" for i in range(600))
+    hostile = f"^$ /<x> \x00 {words} \udcff " + "almacen " * 50
+    started = time.monotonic()
+    out = accents.restored(hostile, "es")
+    assert time.monotonic() - started < translation.DEADLINE_S * 2
+    assert len(out) == len(hostile)  # one letter for one letter: nothing added or cut
+    # The next text gets its own answer.
+    assert accents.restored("el almacen", "es") == "el almacén"
+
+
+def test_without_the_analyser_the_text_is_left_as_typed(monkeypatch, tmp_path: Path):
+    monkeypatch.setattr(translation, "MODES_DIR", tmp_path)
+    assert accents.restored("tenemos el almacen lleno", "es") == "tenemos el almacen lleno"
