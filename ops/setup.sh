@@ -47,6 +47,30 @@ for pair in eng-spa:spa-eng es-pt:pt-es fr-es:fr-es spa-ita:ita-spa; do
 done
 apt_install "translation pairs" --no-install-recommends "${need_mt[@]}"
 
+# Korean (orchestrator/select/korean.py): libhangul's Hangul-to-Hanja table, and the Korean gettext catalogs of these
+# packages (the packages themselves are not installed: their catalogs and copyright files are taken out of the .deb
+# files into /usr/share/orchestrator/catalogs/ko/PACKAGE/). The app image's Dockerfile names the same packages.
+KOREAN_CATALOGS=/usr/share/orchestrator/catalogs/ko
+korean_packages=(libreoffice-l10n-ko libgtk-3-common libglib2.0-data shared-mime-info appstream packagekit systemd git
+  coreutils libc-l10n bash tar wget dpkg apt gawk findutils grep sed)
+need_korean=()
+[ -f /usr/share/libhangul/hanja/hanja.txt ] || need_korean+=(libhangul-data)
+apt_install "the Hangul-to-Hanja table" --no-install-recommends "${need_korean[@]}"
+if [ ! -f "$KOREAN_CATALOGS/.complete" ] || [ "$(cat "$KOREAN_CATALOGS/.complete")" != "${korean_packages[*]}" ]; then
+  log "taking the Korean catalogs out of: ${korean_packages[*]}"
+  debs=$(mktemp -d)
+  (cd "$debs" && $SUDO apt-get download -qq "${korean_packages[@]}")
+  $SUDO rm -rf "$KOREAN_CATALOGS"
+  for deb in "$debs"/*.deb; do
+    package=$(basename "${deb%%_*}")
+    $SUDO mkdir -p "$KOREAN_CATALOGS/$package"
+    dpkg-deb --fsys-tarfile "$deb" | $SUDO tar -x -C "$KOREAN_CATALOGS/$package" --wildcards --no-anchored \
+      --transform='s#.*/##' '*/ko/LC_MESSAGES/*.mo' "*/doc/$package/copyright"
+  done
+  $SUDO rm -rf "$debs"
+  echo "${korean_packages[*]}" | $SUDO tee "$KOREAN_CATALOGS/.complete" >/dev/null
+fi
+
 wait_for() { # wait_for SECONDS DESCRIPTION COMMAND...
   local deadline=$((SECONDS + $1)); local what=$2; shift 2
   until "$@" >/dev/null 2>&1; do

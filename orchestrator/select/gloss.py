@@ -19,7 +19,7 @@ from functools import lru_cache
 from typing import Any
 
 from orchestrator.logs import get_logger
-from orchestrator.select import european, japanese, translation
+from orchestrator.select import european, japanese, korean, translation
 
 _log = get_logger("orchestrator.select")
 
@@ -105,11 +105,31 @@ def segment(run: str, words: dict[str, str]) -> list[str]:
     return out
 
 
+def _known(word: str) -> bool:
+    return word in dictionary()
+
+
+def _first_sense(word: str) -> tuple[str, ...]:
+    found = senses(word)
+    return found[0][:2] if found else ()
+
+
+#: A Korean word's Hanja spelling read as Chinese: the first two words of its first sense.
+SINO_KOREAN = korean.Chinese(knows=_known, english=_first_sense)
+
+
+def korean_unavailable() -> str | None:
+    """Why a Korean goal is not read here (:func:`korean.unavailable`), or ``None``."""
+    return korean.unavailable(SINO_KOREAN)
+
+
 def reading_tag() -> str:
     """Names how this installation reads other languages, for cache keys: terms and vectors of a Japanese (German,
     Spanish, ...) skill derived without its dictionaries must not be reused once they are installed (or the other
     way)."""
     tag = f"-ja{japanese.READING_VERSION}" if japanese.installed() else ""
+    if korean.installed():
+        tag += f"-ko{korean.READING_VERSION}.{korean.source_tag()}"
     if european.installed():
         tag += f"-eu{european.READING_VERSION}{''.join(european.available_languages())}"
         if translated := translation.available_languages():
@@ -125,6 +145,8 @@ def english_terms(text: str, *, translate: bool = True) -> list[str]:
     when they are installed (:mod:`orchestrator.select.japanese`), its kanji as Chinese otherwise."""
     if japanese.is_japanese(text) and (japanese_words := japanese.english_words(text)):
         return [w for english in japanese_words for w in english]
+    if korean.has_hangul(text):
+        return [w for english in korean.english_words(text, SINO_KOREAN) for w in english]
     runs = _HAN.findall(text)
     if not runs:
         return [w for english in european.english_words(text, translate=translate) for w in english]
@@ -143,6 +165,8 @@ def english_reading(text: str) -> str:
     kana) is read the same way with a Japanese dictionary when one is installed."""
     if japanese.is_japanese(text) and (japanese_reading := japanese.english_reading(text)) is not None:
         return japanese_reading
+    if korean.has_hangul(text) and (korean_reading := korean.english_reading(text, SINO_KOREAN)) is not None:
+        return korean_reading
     if not _HAN.search(text):
         return european.english_reading(text) or text
     words = dictionary()
