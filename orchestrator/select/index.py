@@ -276,19 +276,40 @@ class SkillIndex:
         return fuse(lexical, self._semantic.similarities(query), self._semantic.weight)
 
     def search(self, query: str, k: int = 20, *, exclude: Sequence[str] = ()) -> list[Hit]:
-        """The ``k`` best skills for ``query`` (score > 0 only), best first; ties keep id order."""
+        """The ``k`` best skills for ``query`` (score > 0 only), best first; ties keep id order. A skill that says
+        what a better-ranked one says (a fork, a copy: :func:`twins_last`) comes after the others of the first
+        ``2 k``."""
         if not self.docs:
             return []
         scores = self.scores(query)
         skip = set(exclude)
-        order = np.argsort(-scores, kind="stable")
-        hits: list[Hit] = []
-        for i in order:
-            if scores[i] <= 0 or len(hits) >= k:
+        candidates: list[int] = []
+        for i in np.argsort(-scores, kind="stable"):
+            if scores[i] <= 0 or len(candidates) >= 2 * k:
                 break
             if self.docs[i].id not in skip:
-                hits.append(Hit(id=self.docs[i].id, score=round(float(scores[i]), 4)))
-        return hits
+                candidates.append(int(i))
+        if self.vectors is not None:
+            candidates = twins_last(candidates, self.vectors)
+        return [Hit(id=self.docs[i].id, score=round(float(scores[i]), 4)) for i in candidates[:k]]
+
+
+#: Cosine similarity of two skills' vectors above which the lower-ranked one is a twin of the other (forks and copies
+#: of one skill under other names: "cloning-project" and "cloning-project-2").
+TWIN_SIMILARITY = 0.97
+
+
+def twins_last(ranked: list[int], vectors: np.ndarray) -> list[int]:
+    """``ranked`` (rows of ``vectors``, best first) with each skill whose vector is a twin of a better-ranked kept
+    one moved after all the others, in its order: a shortlist of twenty is not spent on copies of one skill."""
+    kept: list[int] = []
+    twins: list[int] = []
+    for i in ranked:
+        if kept and float(np.max(vectors[kept] @ vectors[i])) >= TWIN_SIMILARITY:
+            twins.append(i)
+        else:
+            kept.append(i)
+    return kept + twins
 
 
 def _vectors(

@@ -218,3 +218,22 @@ def test_the_encoder_reads_the_published_weights_faithfully():
     v = embedder.embed(["count zebras in aerial photos", "zebra census from the air", "tax law"])
     assert float(v[0] @ v[1]) == pytest.approx(0.6456, abs=0.01)
     assert abs(float(v[0] @ v[2])) < 0.1
+
+
+def test_a_copy_of_a_better_ranked_skill_comes_after_the_others(tmp_path):
+    # Forks of one skill under other names fill a shortlist with one choice; the copy goes after the distinct ones.
+    same = "Convert Markdown notes into a formatted PDF with a table of contents."
+    write_skill(tmp_path, "md-to-pdf", name="md-to-pdf", description=same, body="")
+    write_skill(tmp_path, "md-to-pdf-2", name="md-to-pdf-2", description=same, body="")
+    docx = "Convert Markdown notes into a Word document."
+    write_skill(tmp_path, "md-to-docx", name="md-to-docx", description=docx, body="")
+    write_skill(tmp_path, "weather", name="weather", description="Tell the weather forecast for a city.", body="")
+    library = SkillLibrary(tmp_path)
+    index = SkillIndex.build(skill_docs(library, model_invocable(library.l1_index())), embedder=shipped_embedder())
+    ranked = [h.id for h in index.search("turn my markdown notes into a pdf", k=4)]
+    assert ranked[0] in {"md-to-pdf", "md-to-pdf-2"}
+    assert ranked[1] == "md-to-docx"  # by score alone the copy would be second
+    assert ranked[2] in {"md-to-pdf", "md-to-pdf-2"} and ranked[2] != ranked[0]
+    # Without meaning (words only) nothing says two skills are copies, and the order is by score.
+    words_only = SkillIndex.build(skill_docs(library, model_invocable(library.l1_index())))
+    assert [h.id for h in words_only.search("turn my markdown notes into a pdf", k=2)] == ["md-to-pdf", "md-to-pdf-2"]
