@@ -62,6 +62,8 @@ HANJA_TABLE = Path("/usr/share/libhangul/hanja/hanja.txt")
 
 #: A pair is kept when the two words share at least this part of the messages either is in ...
 MIN_DICE = 0.3
+#: ... (for a Korean word of one syllable, this part) ...
+MIN_DICE_ONE_SYLLABLE = 0.6
 #: ... and are in at least this many messages together.
 MIN_PAIRS = 3
 #: English words kept for a Korean word (the best-paired first).
@@ -98,6 +100,8 @@ _PARTICLES = tuple(
         reverse=True,
     )
 )
+
+_PARTICLE_SET = frozenset(_PARTICLES)
 
 
 def has_hangul(text: str) -> bool:
@@ -148,15 +152,22 @@ def lexicon() -> dict[str, tuple[str, ...]]:
     paired: dict[str, list[tuple[float, str]]] = {}
     for (korean_word, english_word), both in together.items():
         dice = 2 * both / (korean_count[korean_word] + english_count[english_word])
-        if both >= MIN_PAIRS and dice >= MIN_DICE:
+        # A word of one syllable is often a counter, a particle or part of a longer word: it must pair better.
+        if both >= MIN_PAIRS and dice >= (MIN_DICE_ONE_SYLLABLE if len(korean_word) == 1 else MIN_DICE):
             paired.setdefault(korean_word, []).append((-dice, english_word))
     return {k: tuple(e for _, e in sorted(pairs)[:ENGLISH_PER_WORD]) for k, pairs in paired.items()}
 
 
 def _without_particle(word: str, vocabulary: set[str]) -> str:
-    for particle in _PARTICLES:
-        if word.endswith(particle) and (stem := word[: -len(particle)]) in vocabulary:
-            return stem
+    """``word`` without the particles after it ("서버에서는" -> 서버에서 -> 서버), as far as the catalogs have the
+    shorter word too."""
+    shorter = True
+    while shorter:
+        shorter = False
+        for particle in _PARTICLES:
+            if word.endswith(particle) and (stem := word[: -len(particle)]) in vocabulary:
+                word, shorter = stem, True
+                break
     return word
 
 
@@ -215,13 +226,16 @@ def _cut(run: str, chinese: Chinese) -> list[tuple[str, ...]]:
     piece."""
     words = lexicon()
     out: list[tuple[str, ...]] = []
+    if run in _PARTICLE_SET:
+        return out  # the particle of a word in another script ("VLOOKUP이랑")
     i = 0
     while i < len(run):
         for size in range(min(MAX_SYLLABLES, len(run) - i), 0, -1):
             piece, rest = run[i : i + size], run[i + size :]
-            # A word of one syllable only where a particle (or nothing) follows: otherwise it is a syllable of
-            # something longer.
-            if piece in words and (size > 1 or not rest or rest.startswith(_PARTICLES)):
+            # A word of one syllable (not itself a particle) only where a particle or nothing follows: otherwise
+            # it is a syllable of something longer.
+            alone = (not rest or rest.startswith(_PARTICLES)) and piece not in _PARTICLE_SET
+            if piece in words and (size > 1 or alone):
                 english = words[piece]
                 break
             if size > 1 and (english := _sino(piece, chinese)):

@@ -159,3 +159,8 @@ def test_the_app_image_and_the_host_set_up_install_the_catalogs_and_the_table():
     assert "libhangul-data" in dockerfile and "libhangul-data" in setup
     assert str(korean.CATALOG_DIR) in dockerfile and str(korean.CATALOG_DIR) in setup
     assert "korean_unavailable" in dockerfile  # the build fails unless a Korean goal is read
+
+
+def test_a_particle_alone_is_no_word_and_particles_come_off_one_after_another():
+    assert gloss.english_terms("VLOOKUP이랑 XLOOKUP") == []  # 이랑 ("and") is not 伊朗 (Iran)
+    assert korean._without_particle("서버에서는", {"서버", "서버에서"}) == "서버"
