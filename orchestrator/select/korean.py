@@ -18,9 +18,9 @@ Catalogs and table are read in place, once per process and only when a text has 
 
 from __future__ import annotations
 
-import gettext
 import hashlib
 import re
+import struct
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -112,17 +112,33 @@ def _catalogs() -> list[Path]:
     return sorted(CATALOG_DIR.glob("*/*.mo")) if CATALOG_DIR.is_dir() else []
 
 
+#: The first word of a GNU gettext catalog (.mo), read little- or big-endian.
+_MO_MAGIC = 0x950412DE
+_CHARSET = re.compile(r"charset=([-\w]+)")
+
+
 def _messages(catalog: Path) -> Iterator[tuple[str, str]]:
+    """The (English, Korean) messages of a GNU .mo catalog, read by its documented layout: a header of counts and
+    offsets, then a table of (length, offset) for the originals and one for the translations, in the charset its
+    header entry names (two of the catalogs here are EUC-KR). Plural forms give their first form, a message context
+    is left out."""
     try:
-        with catalog.open("rb") as handle:
-            messages = gettext.GNUTranslations(handle)._catalog  # type: ignore[attr-defined]
-    except (OSError, UnicodeDecodeError, ValueError, IndexError) as error:
+        data = catalog.read_bytes()
+        order = next(o for o in ("<", ">") if struct.unpack(f"{o}I", data[:4])[0] == _MO_MAGIC)
+        count, originals, translations = struct.unpack(f"{order}3I", data[8:20])
+
+        def entry(table: int, n: int) -> bytes:
+            length, offset = struct.unpack(f"{order}2I", data[table + 8 * n : table + 8 * n + 8])
+            return data[offset : offset + length].split(b"\0")[0]
+
+        pairs = [(entry(originals, n), entry(translations, n)) for n in range(count)]
+        header = next((korean for english, korean in pairs if not english), b"").decode("ascii", "replace")
+        charset = found.group(1) if (found := _CHARSET.search(header)) else "utf-8"
+        for english, korean in pairs:
+            if english:  # the empty original is the header
+                yield english.decode(charset).split("\x04")[-1], korean.decode(charset)
+    except (OSError, UnicodeDecodeError, LookupError, struct.error, StopIteration) as error:
         _log.warning("select.korean_catalog_unreadable", catalog=str(catalog), error=str(error))
-        return
-    for english, korean in messages.items():
-        english = english[0] if isinstance(english, tuple) else english  # plural forms
-        if english and isinstance(korean, str):
-            yield english.split("\x04")[-1], korean  # past a message context
 
 
 def _plain(message: str) -> str:

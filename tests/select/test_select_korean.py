@@ -164,3 +164,15 @@ def test_the_app_image_and_the_host_set_up_install_the_catalogs_and_the_table():
 def test_a_particle_alone_is_no_word_and_particles_come_off_one_after_another():
     assert gloss.english_terms("VLOOKUP이랑 XLOOKUP") == []  # 이랑 ("and") is not 伊朗 (Iran)
     assert korean._without_particle("서버에서는", {"서버", "서버에서"}) == "서버"
+
+
+def test_a_truncated_or_foreign_catalog_is_skipped_with_a_warning(monkeypatch, tmp_path, fresh_reader):
+    messages = {f"Open Folder {n}": f"폴더 열기 {n}" for n in "abc"}
+    _write_catalog(tmp_path / "good" / "good.mo", {"": "Content-Type: text/plain; charset=UTF-8\n", **messages})
+    (tmp_path / "cut").mkdir()
+    (tmp_path / "cut" / "cut.mo").write_bytes((tmp_path / "good" / "good.mo").read_bytes()[:30])
+    (tmp_path / "junk").mkdir()
+    (tmp_path / "junk" / "junk.mo").write_bytes(b"not a catalog at all")
+    monkeypatch.setattr(korean, "CATALOG_DIR", tmp_path)
+    korean.lexicon.cache_clear()
+    assert korean.lexicon()["폴더"][0] == "folder"  # the good catalog is still read
