@@ -233,6 +233,8 @@ class PurposeCaps(_Section):
     so the model settings stay hashable (workers key their model clients by them)."""
 
     plan: int | None = Field(2048, ge=16)
+    select: int | None = Field(96, ge=16)
+    """The goal restated as one line for the skill search (``selection.restate``)."""
     act: int | None = Field(None, ge=16)
     reflect: int | None = Field(512, ge=16)
     semantic: int | None = Field(1024, ge=16)
@@ -253,7 +255,7 @@ class ModelSettings(_Section):
     max_tokens: int = Field(4096, ge=16, description="the most tokens one reply may have (sent with every request)")
     max_tokens_by_purpose: PurposeCaps = Field(
         default_factory=PurposeCaps,
-        description="lower caps by purpose (plan, act, reflect, semantic, answer); max_tokens is the ceiling",
+        description="lower caps by purpose (plan, select, act, reflect, semantic, answer); max_tokens is the ceiling",
     )
     max_tokens_param: Literal["max_tokens", "max_completion_tokens"] = Field(
         "max_tokens", description="the request field carrying the cap (OpenAI's reasoning models want the second)"
@@ -362,6 +364,14 @@ class SelectionSettings(_Section):
     reply answer it, or does it need a skill? On "chat" the goal is answered without skills and no catalog is sent.
     Small models load a skill for almost any goal when shown a catalog; asked first they tell the two apart far
     better (docs/concepts/choosing-skills.md). On in the ``local`` model profile."""
+    restate: Literal["off", "other-languages", "always"] = "always"
+    """When retrieval cuts the library, first ask the model for the goal restated as one line in English (the task a
+    tool must do) and rank skills by the goal and that line together (one short call, up to
+    ``model.max_tokens_by_purpose.select`` tokens): the model translates better than the index's dictionaries and
+    knows more than its small encoder (what a product category is called, which service a bot belongs to).
+    ``always``: every goal. ``other-languages``: only goals not written in English (the ``local`` profile: a 1.5B
+    model's restatements of English goals lost skills about as often as they found them). ``off``: never. A model
+    that fails leaves the goal ranked by its own words (docs/concepts/choosing-skills.md)."""
     embed_max_tokens: int = Field(48, ge=8, le=256)
     """Tokens of each skill's name and description that are embedded (cost of a cold index grows with it)."""
     embeddings_url: str = ""
@@ -391,9 +401,9 @@ MODEL_PROFILES: dict[str, dict[str, Any]] = {
             "request_timeout_s": 1800,
             "max_retries": 0,
             "max_tokens": 1024,
-            "max_tokens_by_purpose": {"plan": 768, "reflect": 256, "semantic": 512, "answer": 384},
+            "max_tokens_by_purpose": {"plan": 768, "select": 64, "reflect": 256, "semantic": 512, "answer": 384},
         },
-        "selection": {"triage": True},
+        "selection": {"triage": True, "restate": "other-languages"},
         "limits": {
             "time_budget_ms": 2_400_000,
             "goal_token_budget": 150_000,

@@ -96,10 +96,15 @@ def selection_bench(
         str | None,
         typer.Option(
             "--model",
-            help="Also plan every goal with this model (openai:NAME | scripted:PATH): recall of the plans and "
-            "over-loading (skills planned for goals with expect [] or kind none).",
+            help="Also rank with every goal restated by this model first, as runs do (openai:NAME | "
+            "scripted:PATH), and plan every goal with it: recall of the plans and over-loading (skills planned for "
+            "goals with expect [] or kind none).",
         ),
     ] = None,
+    plan: Annotated[
+        bool,
+        typer.Option("--plan/--no-plan", help="With --model: plan every goal (slow with a local model)."),
+    ] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
     # Deferred: what a benchmark measures (the sandbox, the model client, Celery) is not for `bench --help`.
@@ -114,13 +119,15 @@ def selection_bench(
         else:
             started = time.monotonic()
 
+            done_word = "planned" if plan else "restated"
+
             def show(done: int, total: int) -> None:  # a model may take minutes a plan: show it moving
                 elapsed = time.monotonic() - started
-                notice("bench.planned", f"planned {done}/{total} goals in {elapsed:.0f} s", done=done, total=total)
+                notice("bench.planned", f"{done_word} {done}/{total} goals in {elapsed:.0f} s", done=done, total=total)
 
             with open_model(model, settings.model) as chat:
                 result = bench_selection(
-                    skills_dir, goals, ks=ks, selection=settings.selection, model=chat, on_planned=show
+                    skills_dir, goals, ks=ks, selection=settings.selection, model=chat, plan=plan, on_planned=show
                 )
     except OrchestratorError as e:
         fail(e, as_json=as_json)
@@ -142,6 +149,13 @@ def selection_bench(
             + "); "
             f"ranking {'lexical + semantic' if result.semantic else 'lexical only'}"
         )
+        if result.restated is not None:
+            restated = result.restated
+            recall = ", ".join(f"@{key} {value}" for key, value in restated.recall_at.items())
+            kinds = "; ".join(f"{kind} @10 {values.get('10', 0.0)}" for kind, values in restated.by_kind.items())
+            typer.echo(
+                f"restated by {restated.model} ({restated.restated_goals} goals): recall {recall} ({kinds})"
+            )
         if result.planned is not None:
             planned = result.planned
             typer.echo(
@@ -168,7 +182,7 @@ def tokens_bench(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON on stdout.")] = False,
 ) -> None:
     # Deferred: what a benchmark measures (the sandbox, the model client, Celery) is not for `bench --help`.
-    from orchestrator.workflow.planner_bench import bench_tokens
+    from orchestrator.workflow.tokens_bench import bench_tokens
 
     try:
         result = bench_tokens(skills_dir, scenario, state(ctx).settings())

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
 
 _PROGRESS = {
     "plan.started": "planning: choosing skills for the goal",
+    "plan.restated": "searching skills for: {restated}",
     "plan.done": "plan: {steps}",
     "act.started": "skill {step}: {skill} …",
     "act.done": "skill {step}: {skill} → {status} ({exit_reason}, {tool_calls} tool calls)",

@@ -1,7 +1,7 @@
 """The ``X-Orch-*`` HTTP headers our model client sends and our scenario servers read: their one home.
 
-- ``X-Orch-Purpose``: why the runtime asks (``plan``, ``act``, ``reflect``, ``semantic``), for tracing and for a
-  scenario step's ``purpose`` check.
+- ``X-Orch-Purpose``: why the runtime asks (``plan``, ``select``, ``act``, ``reflect``, ``semantic``, ``answer``), for
+  tracing and for a scenario step's ``purpose`` check.
 - ``X-Orch-Job``: the job a request belongs to, so a server shared by many goals keeps their conversations apart.
 - ``X-Orch-Cursor``: where a scripted conversation stands — the one way to resume one. A scenario server answers
   every request with the position after it; the client sends it back with its next request, and the server plays

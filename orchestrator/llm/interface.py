@@ -11,7 +11,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-Purpose = Literal["plan", "act", "reflect", "semantic", "answer", "other"]
+Purpose = Literal["plan", "select", "act", "reflect", "semantic", "answer", "other"]
 
 
 class ToolCall(BaseModel):

@@ -17,11 +17,12 @@ import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, cast, get_args
 from urllib.parse import urlsplit
 
 from orchestrator.errors import ConfigError
 from orchestrator.llm import headers as orch_headers
+from orchestrator.llm.interface import Purpose
 from orchestrator.llm.scenario import Scenario
 from orchestrator.llm.serving import BackgroundHTTP, HTTPServer, is_loopback
 from orchestrator.logs import get_logger, mask_secrets
@@ -182,10 +183,14 @@ def load_recording(path: Path) -> Scenario:
         raise ConfigError(f"recording {folder} cannot be replayed: {e}", where="scenario", path=str(folder)) from e
 
 
+#: The purposes a scenario step may require (``other`` is no purpose to check).
+_NAMED_PURPOSES = frozenset(get_args(Purpose)) - {"other"}
+
+
 def _step(entry: dict[str, Any]) -> dict[str, Any]:
     status = int(entry["status"])
     response = entry.get("response")
-    purpose = entry.get("purpose") if entry.get("purpose") in ("plan", "act", "reflect", "semantic", "answer") else None
+    purpose = entry.get("purpose") if entry.get("purpose") in _NAMED_PURPOSES else None
     if status >= 400 or not isinstance(response, dict):
         error = response.get("error") if isinstance(response, dict) else None
         message = (error or {}).get("message") if isinstance(error, dict) else str(response)[:500]

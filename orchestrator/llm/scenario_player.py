@@ -56,6 +56,32 @@ def _error(status: int, message: str, *, type_: str, code: str | None, retry: bo
     return _Answer(status, payload, headers)
 
 
+#: Purposes a scenario may leave unscripted (see :meth:`ScenarioPlayer._unscripted`).
+OPTIONAL_PURPOSES = frozenset({"select"})
+
+
+def _empty_reply(body: Any, model: str | None) -> _Answer:
+    """An answer with no text and no usage: what an unscripted optional request gets."""
+    name = model or (str(body.get("model") or "scripted") if isinstance(body, dict) else "scripted")
+    payload = {
+        "id": "chatcmpl-scripted-optional",
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": name,
+        "system_fingerprint": "scripted",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "", "refusal": None},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": {"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0},
+    }
+    return _Answer(200, payload)
+
+
 class ScenarioPlayer:
     """One conversation's walk through a scenario: its step cursor, the requests it got and its failures.
 
@@ -177,7 +203,10 @@ class ScenarioPlayer:
             self.requests.append(body if isinstance(body, dict) else {"_raw": body})
             self.purposes.append(purpose)
             skipped = self._resume(cursor)
-            step_no, answer, problems = self._play(body, purpose, request_no)
+            step_no: int | None = None
+            answer, problems = _empty_reply(body, self.scenario.model), list[str]()
+            if not self._unscripted(purpose):
+                step_no, answer, problems = self._play(body, purpose, request_no)
             answer.headers[CURSOR] = self._position()
             self._trace(request_no, step_no, purpose, path, answer, problems, body, skipped)
         if step_no is not None and not problems:
@@ -190,6 +219,8 @@ class ScenarioPlayer:
         """Pass over the steps of turns the client answered from its cache (``{purpose: turns}``)."""
         skipped = 0
         for purpose, count in passes.items():
+            if self._unscripted(purpose):
+                continue
             for _ in range(count):
                 step = self._next_index(purpose)
                 if step is None:
@@ -199,6 +230,12 @@ class ScenarioPlayer:
         if skipped:
             log.info("scenario_server.cached_turns", session=self.session, skipped=skipped)
         return skipped
+
+    def _unscripted(self, purpose: str | None) -> bool:
+        """A request the scenario need not script: the goal restated for the skill search (purpose ``select``) when
+        no step has that purpose. It is answered with no text (the goal is then ranked by its own words) and takes
+        no step, so scenarios written before the runtime asked it play as they did."""
+        return purpose in OPTIONAL_PURPOSES and all(step.purpose != purpose for step in self.scenario.steps)
 
     def _queue(self, purpose: str | None) -> list[int]:
         """``order: by_purpose``: the steps a request of ``purpose`` takes, in order."""

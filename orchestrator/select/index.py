@@ -275,13 +275,17 @@ class SkillIndex:
             return lexical
         return fuse(lexical, self._semantic.similarities(query), self._semantic.weight)
 
-    def search(self, query: str, k: int = 20, *, exclude: Sequence[str] = ()) -> list[Hit]:
-        """The ``k`` best skills for ``query`` (score > 0 only), best first; ties keep id order. A skill that says
-        what a better-ranked one says (a fork, a copy: :func:`twins_last`) comes after the others of the first
-        ``2 k``."""
+    def search(self, query: str, k: int = 20, *, exclude: Sequence[str] = (), also: Sequence[str] = ()) -> list[Hit]:
+        """The ``k`` best skills for ``query`` (score > 0 only), best first; ties keep id order. ``also``: more
+        readings of the same request (the goal restated by the model), whose scores are added to the query's. A
+        skill that says what a better-ranked one says (a fork, a copy: :func:`twins_last`) comes after the others
+        of the first ``2 k``."""
         if not self.docs:
             return []
         scores = self.scores(query)
+        for reading in also:
+            if reading.strip():
+                scores = scores + self.scores(reading)
         skip = set(exclude)
         candidates: list[int] = []
         for i in np.argsort(-scores, kind="stable"):

@@ -33,6 +33,8 @@ class Shortlist(BaseModel):
     library_size: int = 0
     retrieved: bool = False
     """True when retrieval cut the library (it was above the threshold)."""
+    restated: str = ""
+    """The model's restatement of the goal that was ranked beside it (empty: the goal alone)."""
 
     @property
     def ids(self) -> list[str]:
@@ -61,8 +63,10 @@ def make_shortlist(
     *,
     threshold: int = 20,
     size: int = 20,
+    restated: str | None = None,
 ) -> Shortlist:
-    """The planner's candidates for ``goal`` among ``skills`` (the L1 index); ``index`` covers the invocable ones."""
+    """The planner's candidates for ``goal`` among ``skills`` (the L1 index); ``index`` covers the invocable ones.
+    ``restated``: the goal as the model restated it (:mod:`orchestrator.select.restate`), ranked beside the goal."""
     usable = [s for s in skills if s.usable_at_l1]
     named = explicit_skills(goal, usable)
     by_id = {s.id: s for s in usable}
@@ -71,9 +75,16 @@ def make_shortlist(
     if len(invocable) <= threshold or index is None:
         rest = [s for s in invocable if s.id not in named]
         return Shortlist(skills=first + rest, explicit=named, library_size=len(usable))
-    hits = index.search(goal, k=size, exclude=named)
+    hits = index.search(goal, k=size, exclude=named, also=[restated] if restated else [])
     rest = [by_id[h.id] for h in hits if h.id in by_id]
-    return Shortlist(skills=first + rest, explicit=named, hits=hits, library_size=len(usable), retrieved=True)
+    return Shortlist(
+        skills=first + rest,
+        explicit=named,
+        hits=hits,
+        library_size=len(usable),
+        retrieved=True,
+        restated=restated or "",
+    )
 
 
 def _line(s: SkillSummary, max_chars: int | None) -> str:

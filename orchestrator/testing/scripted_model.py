@@ -139,6 +139,10 @@ class _RecordingModel:
 class ScriptedModel(_RecordingModel):
     """Plays ``responses`` in order: each a :class:`ModelResponse`, or a :data:`ResponseFn` given the history.
 
+    The goal restated for the skill search (purpose ``select``) is answered from ``restatements`` in order, and with
+    no text once they are used up (as a scenario that scripts no ``select`` step answers it); those calls are
+    recorded in ``select_calls``, not ``calls``, and take none of ``responses``.
+
     With ``estimate_usage=True`` a response whose usage is zero gets the estimate the scenario server reports.
     """
 
@@ -148,9 +152,12 @@ class ScriptedModel(_RecordingModel):
         *,
         name: str = "scripted-memory",
         estimate_usage: bool = False,
+        restatements: Iterable[str] = (),
     ) -> None:
         super().__init__(name=name, estimate_usage=estimate_usage)
         self.responses = list(responses)
+        self.restatements = list(restatements)
+        self.select_calls: list[RecordedCall] = []
 
     @property
     def remaining(self) -> int:
@@ -164,6 +171,14 @@ class ScriptedModel(_RecordingModel):
         purpose: Purpose = "other",
         json_response: bool = False,
     ) -> ModelResponse:
+        if purpose == "select":
+            call = RecordedCall(
+                messages=tuple(messages), tools=tuple(tools), purpose=purpose, json_response=json_response
+            )
+            self.select_calls.append(call)
+            played = len(self.select_calls) - 1
+            text = self.restatements[played] if played < len(self.restatements) else ""
+            return ModelResponse(content=text, model=self.name)
         call = self._record(messages, tools, purpose, json_response)
         index = len(self.calls) - 1
         if index >= len(self.responses):

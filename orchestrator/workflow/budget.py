@@ -85,8 +85,10 @@ def goal_model(
 
 
 def plan_spending(state: GoalState) -> Spending:
-    """What every plan request of the goal spent (the first plan, its searches, re-plans)."""
-    return state.ledger.spent("plan", "replan")
+    """What every plan request of the goal spent (the first plan, its searches, re-plans); the goal restated for the
+    skill search (purpose ``select``) is the shortlist's question, not a plan call (its tokens count in the goal's
+    budget all the same)."""
+    return Spending.of(r for r in state.ledger.requests if r.charged_to in ("plan", "replan") and r.purpose != "select")
 
 
 def goal_metrics(state: GoalState, final: ValidationReport | None = None) -> GoalMetrics:

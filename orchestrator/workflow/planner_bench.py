@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import resource
-import shutil
 import statistics
 import tempfile
 import time
@@ -23,24 +21,19 @@ from pathlib import Path
 
 from pydantic import BaseModel, Field, ValidationError
 
-from orchestrator.config import SelectionSettings, Settings
+from orchestrator.config import SelectionSettings
 from orchestrator.errors import ConfigError, OrchestratorError
 from orchestrator.llm.interface import ChatModel
-from orchestrator.llm.scenario import load_scenario
-from orchestrator.prompts import load_prompt
 from orchestrator.select import european, translation
 from orchestrator.select.index import SkillIndex
+from orchestrator.select.restate import restated_goal, should_restate
 from orchestrator.select.routing import RouteReport, route_check
 from orchestrator.select.routing import read_goals as read_route_goals
 from orchestrator.select.shortlist import Catalog, catalog_text, make_shortlist, model_invocable
 from orchestrator.skills.loader import SkillLibrary
 from orchestrator.skills.parsed import SkillSummary
 from orchestrator.tokens import estimate_tokens
-from orchestrator.workflow.embedded import run_goal
-from orchestrator.workflow.goal import GoalResult
 from orchestrator.workflow.plan import SEARCH_SKILLS, make_plan, plan_request
-from orchestrator.workflow.request import GoalRequest
-from orchestrator.workflow.runtime import Runtimes, RuntimeSpec
 
 DEFAULT_KS = (5, 10, 20)
 
@@ -78,6 +71,20 @@ class PlannedSelection(BaseModel):
     overloaded: list[dict[str, object]] = []
 
 
+class RestatedSelection(BaseModel):
+    """The shortlist ranking with each goal restated by the model first, as the runtime ranks it
+    (``selection.restate``; ``bench selection --model``)."""
+
+    model: str
+    mode: str
+    """``selection.restate``: which goals were restated (``other-languages`` or ``always``)."""
+    recall_at: dict[str, float]
+    by_kind: dict[str, dict[str, float]]
+    restated_goals: int
+    """Goals the model gave a restatement for (the others were ranked by their own words)."""
+    misses_at_10: list[dict[str, object]] = []
+
+
 class SelectionBench(BaseModel):
     skills: int
     goals: int
@@ -112,8 +119,11 @@ class SelectionBench(BaseModel):
     """CPU time of the translation pipelines during the cold build (skills in those languages), on top of
     ``index_cpu_ms``."""
     misses_at_10: list[dict[str, object]] = []
+    restated: RestatedSelection | None = None
+    """With a model and ``selection.restate`` on a library retrieval cuts: the same recall with every goal restated
+    by the model first."""
     planned: PlannedSelection | None = None
-    """With ``--model``: recall of the plans and over-loading on goals that need no skill."""
+    """With a model and ``plan``: recall of the plans and over-loading on goals that need no skill."""
 
 
 def rss_mb() -> float:
@@ -168,11 +178,12 @@ def bench_selection(
     ks: tuple[int, ...] = DEFAULT_KS,
     selection: SelectionSettings | None = None,
     model: ChatModel | None = None,
+    plan: bool = True,
     on_planned: Callable[[int, int], None] | None = None,
 ) -> SelectionBench:
     """Recall of the shortlist ranking on ``goals_file`` over the skills in ``skills_dir``; the index is built cold
-    in a temporary cache, then again from that cache (``index_ms_cached``). With ``model``, every goal is planned
-    too (``planned``), and ``on_planned(done, total)`` is called after each."""
+    in a temporary cache, then again from that cache (``index_ms_cached``). With ``model``: see :func:`_with_model`
+    (``on_planned(done, total)`` after each goal the model handled)."""
     selection = selection or SelectionSettings()
     goals = read_goals(goals_file)
     library = SkillLibrary(skills_dir)
@@ -224,9 +235,7 @@ def bench_selection(
             misses.append({"goal": g.goal[:200], "expect": g.expect, "top": ranked.ids[:3]})
 
     translation_cpu_ms = (translation.cpu_seconds() - translation_started) * 1000
-    planned = None
-    if model is not None:
-        planned = plan_goals(goals, l1, index, selection, model, on_planned=on_planned)
+    restated, planned = _with_model(goals, l1, index, selection, model, ks, plan=plan, on_done=on_planned)
     return SelectionBench(
         skills=len(l1),
         goals=len(goals),
@@ -249,8 +258,74 @@ def bench_selection(
         translation_cpu_ms_per_goal=round(translation_cpu_ms / translated, 2) if translated else 0.0,
         index_translation_cpu_ms=index_translation_cpu_ms,
         misses_at_10=misses,
+        restated=restated,
         planned=planned,
     )
+
+
+def _with_model(
+    goals: list[BenchGoal],
+    l1: list[SkillSummary],
+    index: SkillIndex,
+    selection: SelectionSettings,
+    model: ChatModel | None,
+    ks: tuple[int, ...],
+    *,
+    plan: bool,
+    on_done: Callable[[int, int], None] | None,
+) -> tuple[RestatedSelection | None, PlannedSelection | None]:
+    """With a model: the ranking with every goal restated first, as the runtime does (when ``selection.restate`` and
+    the library is above the shortlist threshold), and with ``plan`` every goal planned too."""
+    if model is None:
+        return None, None
+    restated: RestatedSelection | None = None
+    restatements: dict[str, str | None] = {}
+    if selection.restate != "off" and len(model_invocable(l1)) > selection.shortlist_threshold:
+        restated, restatements = restated_selection(
+            goals, l1, index, model, ks, mode=selection.restate, on_restated=None if plan else on_done
+        )
+    if not plan:
+        return restated, None
+    return restated, plan_goals(goals, l1, index, selection, model, restatements=restatements, on_planned=on_done)
+
+
+def restated_selection(
+    goals: list[BenchGoal],
+    l1: list[SkillSummary],
+    index: SkillIndex,
+    model: ChatModel,
+    ks: tuple[int, ...],
+    *,
+    mode: str = "always",
+    on_restated: Callable[[int, int], None] | None = None,
+) -> tuple[RestatedSelection, dict[str, str | None]]:
+    """Recall of the shortlist ranking with the goals ``mode`` (``selection.restate``) asks for restated by ``model``
+    first, and the restatements."""
+    restatements: dict[str, str | None] = {}
+    hits: dict[str, dict[int, list[bool]]] = {}
+    misses: list[dict[str, object]] = []
+    for done, g in enumerate(goals, 1):
+        if g.goal not in restatements:
+            restatements[g.goal] = restated_goal(g.goal, model) if should_restate(g.goal, mode) else None
+        if on_restated is not None:
+            on_restated(done, len(goals))
+        if g.needs_no_skill:
+            continue
+        restated = restatements[g.goal]
+        ranked = make_shortlist(g.goal, l1, index, threshold=0, size=max(ks), restated=restated)
+        for k in ks:
+            hits.setdefault(g.kind, {}).setdefault(k, []).append(any(i in ranked.ids[:k] for i in g.expect))
+        if not any(i in ranked.ids[:10] for i in g.expect):
+            misses.append({"goal": g.goal[:200], "restated": restated or "", "expect": g.expect, "top": ranked.ids[:3]})
+    result = RestatedSelection(
+        model=model.name,
+        mode=mode,
+        recall_at={str(k): _rate([h for kind in hits.values() for h in kind[k]]) for k in ks},
+        by_kind={kind: {str(k): _rate(v[k]) for k in ks} for kind, v in sorted(hits.items())},
+        restated_goals=sum(1 for text in restatements.values() if text),
+        misses_at_10=misses,
+    )
+    return result, restatements
 
 
 def check_routes(
@@ -281,9 +356,11 @@ def plan_goals(
     selection: SelectionSettings,
     model: ChatModel,
     *,
+    restatements: dict[str, str | None] | None = None,
     on_planned: Callable[[int, int], None] | None = None,
 ) -> PlannedSelection:
-    """Plan every goal as the runtime does (shortlist, named skills, ``search_skills``) and score the plans."""
+    """Plan every goal as the runtime does (shortlist, named skills, ``search_skills``) and score the plans; a
+    goal's shortlist is ranked with its restatement from ``restatements`` when there is one."""
     invocable = model_invocable(l1)
     by_id = {s.id: s for s in invocable}
     searchable = len(invocable) > selection.shortlist_threshold and selection.search_tool
@@ -297,7 +374,12 @@ def plan_goals(
     overloaded: list[dict[str, object]] = []
     for done, g in enumerate(goals, 1):
         shown = make_shortlist(
-            g.goal, l1, index, threshold=selection.shortlist_threshold, size=selection.shortlist_size
+            g.goal,
+            l1,
+            index,
+            threshold=selection.shortlist_threshold,
+            size=selection.shortlist_size,
+            restated=(restatements or {}).get(g.goal),
         )
         try:
             plan = make_plan(
@@ -339,181 +421,3 @@ def plan_goals(
         plan_errors=errors,
         overloaded=overloaded,
     )
-
-
-# --- bench tokens -------------------------------------------------------------------------------------------------
-
-_VERBS = (
-    "convert",
-    "audit",
-    "summarise",
-    "translate",
-    "schedule",
-    "forecast",
-    "clean",
-    "validate",
-    "compare",
-    "archive",
-    "tag",
-    "score",
-    "merge",
-    "monitor",
-    "draft",
-    "index",
-    "migrate",
-    "label",
-    "estimate",
-    "redact",
-)
-_OBJECTS = (
-    "invoices",
-    "server logs",
-    "recipes",
-    "podcast episodes",
-    "tax forms",
-    "sensor readings",
-    "contracts",
-    "playlists",
-    "lab results",
-    "shipping manifests",
-    "support tickets",
-    "floor plans",
-    "survey answers",
-    "git histories",
-    "bird sightings",
-    "wine lists",
-    "payroll runs",
-    "satellite images",
-    "subtitles",
-    "timesheets",
-    "chess games",
-    "menus",
-    "insurance claims",
-    "bus timetables",
-    "museum catalogues",
-)
-_FORMATS = ("CSV", "JSON", "YAML", "Markdown", "SQLite", "XML", "plain text", "HTML")
-
-
-class TokenRun(BaseModel):
-    skills: int
-    planner_prompt_tokens: int
-    naive_prompt_tokens: int
-    shortlist_contains_target: bool
-
-
-class TokenBench(BaseModel):
-    goal: str
-    target: list[str]
-    runs: list[TokenRun]
-    first_run_tokens: int
-    second_run_tokens: int
-    first_run_tool_calls: int
-    second_run_tool_calls: int
-    second_run_saving: float
-    """The share of the first run's tokens the second run did not send (1.0: nothing sent)."""
-    second_run_response_cache_hits: int
-    """Model replies of the second run answered from the response cache."""
-
-
-def write_distractors(root: Path, count: int, *, seed: int = 7) -> None:
-    """``count`` generated skills (deterministic) that do everyday data chores unrelated to any bundled skill."""
-    rng = random.Random(seed)
-    for i in range(count):
-        verb, obj, fmt = rng.choice(_VERBS), rng.choice(_OBJECTS), rng.choice(_FORMATS)
-        name = f"{verb}-{obj.replace(' ', '-')}-{i:04d}"
-        description = (
-            f"{verb.capitalize()} {obj} stored as {fmt}. Use when someone needs their {obj} handled in bulk, "
-            f"with a short report of what changed and a {fmt} copy of the result."
-        )
-        body = "\n".join(
-            [
-                f"# {name}",
-                "",
-                f"Read the {obj} from the {fmt} input, {verb} each record and keep an audit trail.",
-                *(f"{n}. Step {n}: check the {rng.choice(_OBJECTS)} fields and log anomalies." for n in range(1, 12)),
-            ]
-        )
-        folder = root / "generated" / name
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "SKILL.md").write_text(f"---\nname: {name}\ndescription: {description}\n---\n\n{body}\n")
-
-
-def _naive_prompt_tokens(goal: str, library: SkillLibrary) -> int:
-    """The prompt of a runtime that puts every SKILL.md in front of the planner."""
-
-    total = estimate_tokens(load_prompt("plan_system")) + estimate_tokens(f"Goal: {goal}")
-    for s in library.list():
-        parsed, _ = library.parsed(s.id)
-        total += estimate_tokens(f"{s.id}: {s.name} — {s.description}\n{parsed.body}")
-    return total
-
-
-def _scenario_target(scenario: Path) -> tuple[str, list[str]]:
-    """The goal of a scenario and the skills its first plan reply uses."""
-
-    loaded = load_scenario(scenario)
-    for step in loaded.steps:
-        if step.purpose == "plan" and step.reply.content:
-            plan = json.loads(step.reply.content)
-            return loaded.goal, [s["skill"] for s in plan.get("steps", [])]
-    raise ConfigError(f"{scenario} has no plan reply to take the target skills from", where="bench")
-
-
-def bench_tokens(
-    skills_dir: Path, scenario: Path, settings: Settings, *, sizes: tuple[int, ...] = (10, 100, 1000)
-) -> TokenBench:
-    """Planner prompt vs every-SKILL.md prompt at each library size, and tokens of a first and second run."""
-    goal, target = _scenario_target(scenario)
-    selection = settings.selection
-    runs = []
-    with tempfile.TemporaryDirectory(prefix="orch-bench-tokens-") as tmp:
-        for size in sizes:
-            root = Path(tmp) / f"lib-{size}"
-            shutil.copytree(skills_dir, root / "bundled")
-            bundled = len(SkillLibrary(root).l1_index())
-            write_distractors(root, max(0, size - bundled))
-            library = SkillLibrary(root)
-            l1 = library.l1_index()
-            invocable = model_invocable(l1)
-            ids = {s.id for s in l1}
-            wanted = [f"bundled/{t}" for t in target]
-            searchable = len(invocable) > selection.shortlist_threshold
-            index = SkillIndex.for_library(library, invocable, Path(tmp) / "cache", selection) if searchable else None
-            shown = make_shortlist(
-                goal, l1, index, threshold=selection.shortlist_threshold, size=selection.shortlist_size
-            )
-            catalog = catalog_text(shown.skills, max_tokens=selection.catalog_max_tokens, keep=shown.explicit)
-            runs.append(
-                TokenRun(
-                    skills=len(l1),
-                    planner_prompt_tokens=planner_prompt_tokens(
-                        goal, catalog, selection, searchable=searchable, library_size=len(invocable)
-                    ),
-                    naive_prompt_tokens=_naive_prompt_tokens(goal, library),
-                    shortlist_contains_target=all(t in ids and t in catalog.ids for t in wanted),
-                )
-            )
-        first, second = (_scenario_run(skills_dir, scenario, settings, Path(tmp), n) for n in (1, 2))
-    first_tokens = first.metrics.tokens_in + first.metrics.tokens_out
-    second_tokens = second.metrics.tokens_in + second.metrics.tokens_out
-    return TokenBench(
-        goal=goal,
-        target=target,
-        runs=runs,
-        first_run_tokens=first_tokens,
-        second_run_tokens=second_tokens,
-        first_run_tool_calls=first.metrics.tool_calls,
-        second_run_tool_calls=second.metrics.tool_calls,
-        second_run_saving=round(1 - second_tokens / first_tokens, 3) if first_tokens else 0.0,
-        second_run_response_cache_hits=second.metrics.response_cache_hits,
-    )
-
-
-def _scenario_run(skills_dir: Path, scenario: Path, settings: Settings, tmp: Path, n: int) -> GoalResult:
-    """One run of the scenario's goal; both runs share one cache folder (read cache, memo and response cache)."""
-
-    settings = settings.model_copy(update={"cache_dir": tmp / "run-cache"})
-    goal, _ = _scenario_target(scenario)
-    with Runtimes() as runtimes, runtimes.open(RuntimeSpec(settings, skills_dir, f"scripted:{scenario}")) as rt:
-        return run_goal(GoalRequest(goal=goal), tmp / f"out-{n}", rt)

@@ -23,6 +23,7 @@ from orchestrator.llm.usage_ledger import LedgerModel
 from orchestrator.logs import get_logger
 from orchestrator.prompts import render_prompt
 from orchestrator.select.index import SkillIndex, skill_docs
+from orchestrator.select.restate import restated_goal, should_restate
 from orchestrator.select.shortlist import make_shortlist, model_invocable
 from orchestrator.skills.parsed import SkillSummary
 from orchestrator.workflow.budget import GoalBudget, goal_model, plan_spending
@@ -111,14 +112,25 @@ def _plan(state: GoalState, rt: Runtime, model: LedgerModel, feedback: Sequence[
     index = None
     if len(invocable) > selection.shortlist_threshold:
         index = SkillIndex.for_library(rt.library, invocable, rt.settings.cache_dir, selection)
+    used = plan_spending(state).model_calls
+    goal = state.request.goal
+    restated = restated_goal(goal, model) if index is not None and should_restate(goal, selection.restate) else None
+    if restated:
+        rt.emit("plan.restated", job=state.job_id, restated=restated)
     shortlist = make_shortlist(
-        state.request.goal, l1, index, threshold=selection.shortlist_threshold, size=selection.shortlist_size
+        state.request.goal,
+        l1,
+        index,
+        threshold=selection.shortlist_threshold,
+        size=selection.shortlist_size,
+        restated=restated,
     )
     by_id = {s.id: s for s in invocable}
     # Suggestions are ranked by the goal at every library size; a small library is shown to the planner whole, so
     # it gets a lexical index of its own here (no embedder: a few milliseconds for twenty skills).
     ranking = index or SkillIndex.build(skill_docs(rt.library, invocable), rt.settings.cache_dir)
-    closest = [by_id[h.id] for h in ranking.search(state.request.goal, k=SUGGESTIONS) if h.id in by_id]
+    also = [restated] if restated else []
+    closest = [by_id[h.id] for h in ranking.search(state.request.goal, k=SUGGESTIONS, also=also) if h.id in by_id]
     state.candidates = [
         Suggestion(id=s.id, name=s.name or "", description=(s.description or "")[:300])
         for s in list({s.id: s for s in [*closest, *shortlist.skills]}.values())[:SUGGESTIONS]
@@ -128,7 +140,6 @@ def _plan(state: GoalState, rt: Runtime, model: LedgerModel, feedback: Sequence[
         assert index is not None
         return [by_id[h.id] for h in index.search(query, k=8, exclude=exclude) if h.id in by_id]
 
-    used = plan_spending(state).model_calls
     return make_plan(
         state.request.goal,
         shortlist.skills,

@@ -25,6 +25,9 @@ def test_the_local_profile_gives_a_slow_server_time_and_bounds_its_replies() -> 
     assert settings.disclosure.act_request_max_tokens <= 12_000  # a 16k context holds the request and the reply
     assert settings.limits.max_tool_calls == 24  # what the profile does not name keeps its default
     assert (settings.limits.goal_token_budget, settings.limits.goal_model_calls) == (150_000, 40)
+    # a small model restates only goals not in English, and briefly (docs/concepts/choosing-skills.md)
+    assert settings.selection.restate == "other-languages" and settings.model.max_tokens_for("select") <= 96
+    assert load_settings().selection.restate == "always"
 
 
 def test_explicit_settings_win_over_the_profile(tmp_path, monkeypatch) -> None:

@@ -244,3 +244,34 @@ def test_bench_selection_with_a_local_model_asks_first_and_counts_a_chat_answer_
     planned = json.loads(proc.stdout)["planned"]
     assert planned["recall"] == 1.0 and planned["overloading"] == 0.0, planned
     assert planned["answered_without_skills"] == 1 and planned["plan_errors"] == 0
+
+
+def test_bench_selection_with_a_model_and_no_plans_reports_the_ranking_of_the_restated_goals(skills_root, tmp_path):
+    goals = tmp_path / "goals.jsonl"
+    rows = [
+        {"goal": "выставь счёт клиенту за заказы прошлой недели", "expect": ["invoice-builder"], "kind": "direct"},
+        {"goal": "Make a 6-slide presentation of the Q3 numbers", "expect": ["slide-deck"], "kind": "direct"},
+        {"goal": "What is the capital of Portugal?", "expect": [], "kind": "none"},
+    ]
+    goals.write_text("\n".join(json.dumps(g, ensure_ascii=False) for g in rows) + "\n", encoding="utf-8")
+    restatements = ["create an invoice for a client's orders", "build a slide deck presentation", "a quiz"]
+    scenario = tmp_path / "restate.yaml"
+    scenario.write_text(yaml.safe_dump({
+        "goal": "bench", "model": "scripted-bench",
+        "steps": [{"purpose": "select", "reply": {"content": text}} for text in restatements],
+    }))
+    # Words only: the Russian goal then finds nothing by itself (the index reads no Russian).
+    env = {**os.environ, "ORCH_SELECTION__SHORTLIST_THRESHOLD": "3", "ORCH_SELECTION__SEMANTIC": "false"}
+    proc = subprocess.run(
+        [sys.executable, "-m", "orchestrator", "bench", "selection", "--skills", str(skills_root), "--goals",
+         str(goals), "--model", f"scripted:{scenario}", "--no-plan", "--json"],
+        capture_output=True, text=True, timeout=300, env=env,
+    )
+    assert proc.returncode == 0, proc.stderr
+    shown = [json.loads(line) for line in proc.stderr.splitlines() if '"bench.planned"' in line]
+    assert [(e["done"], e["total"]) for e in shown] == [(1, 3), (2, 3), (3, 3)]
+    result = json.loads(proc.stdout)
+    assert result["recall_at"]["10"] == 0.5 and result["planned"] is None
+    restated = result["restated"]
+    assert restated["mode"] == "always" and restated["restated_goals"] == 3
+    assert restated["recall_at"]["10"] == 1.0 and restated["misses_at_10"] == []
