@@ -50,9 +50,11 @@ def restate_request(goal: str) -> list[Message]:
 
 
 def first_line(reply: str) -> str:
-    """The reply's first line with text, without quotes or markup around it, cut to :data:`MAX_CHARS`."""
+    """The reply's first line with text, without control characters, or quotes and markup around it, cut to
+    :data:`MAX_CHARS`."""
     for line in reply.splitlines():
-        text = re.sub(r"\s+", " ", line).strip(_WRAPPING)
+        printable = "".join(c for c in re.sub(r"\s+", " ", line) if c.isprintable())
+        text = printable.strip(_WRAPPING)
         if text:
             return text[:MAX_CHARS].strip()
     return ""

@@ -69,6 +69,7 @@ def test_the_question_is_the_goal_after_labelled_examples_and_a_system_prompt():
         ('  "translate video subtitles"  ', "translate video subtitles"),
         ("\n\n**→ translate video subtitles**\nSure! Here is more:\n- a list", "translate video subtitles"),
         ("- format   a\tspreadsheet", "format a spreadsheet"),
+        ("\x1b[31mtranslate\x07 subtitles\ud800", "[31mtranslate subtitles"),
         ("   \n \n", ""),
         ("", ""),
     ],
