@@ -203,9 +203,11 @@ class ScenarioPlayer:
             self.requests.append(body if isinstance(body, dict) else {"_raw": body})
             self.purposes.append(purpose)
             skipped = self._resume(cursor)
-            step_no: int | None = None
-            answer, problems = _empty_reply(body, self.scenario.model), list[str]()
-            if not self._unscripted(purpose):
+            step_no: int | None
+            problems: list[str]
+            if self._unscripted(purpose):
+                step_no, answer, problems = None, _empty_reply(body, self.scenario.model), []
+            else:
                 step_no, answer, problems = self._play(body, purpose, request_no)
             answer.headers[CURSOR] = self._position()
             self._trace(request_no, step_no, purpose, path, answer, problems, body, skipped)
