@@ -12,7 +12,6 @@ from orchestrator.errors import ConfigError, ModelError
 from orchestrator.llm.factory import open_scripted_model
 from orchestrator.llm.interface import Message
 from orchestrator.llm.scenario import parse_scenario
-from orchestrator.select import european
 from orchestrator.select.index import SkillIndex, skill_docs
 from orchestrator.select.restate import (
     MAX_CHARS,
@@ -119,7 +118,6 @@ def test_english_goals_are_restated_only_when_asked_for_always(goal):
     assert not should_restate(goal, "other-languages") and should_restate(goal, "always")
 
 
-@pytest.mark.skipif(not european.installed(), reason="the European language reader is not installed")
 def test_a_european_language_the_index_reads_is_not_english():
     assert not written_in_english("mis clientes se quejan de que la tienda online tarda siglos en cargar")
 
