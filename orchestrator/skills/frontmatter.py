@@ -21,7 +21,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.egress import declaration_problem
-from orchestrator.skills.parsed import KNOWN_OPERATIONS, Declarations, Problem, Severity
+from orchestrator.skills.decode import Collector, decode_text
+from orchestrator.skills.parsed import KNOWN_OPERATIONS, Declarations, Problem
 from orchestrator.skills.recover import recover_fields
 
 SPEC_KEYS = ("name", "description", "license", "allowed-tools", "metadata", "compatibility")
@@ -35,8 +36,6 @@ DESCRIPTION_MAX = 1024
 COMPATIBILITY_MAX = 500
 SKILL_MD = "SKILL.md"
 
-_UTF8_BOM = b"\xef\xbb\xbf"
-_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 _DELIMITER = re.compile(r"^---[ \t]*$")
 _CLOSER = re.compile(r"^(?:---|\.\.\.)[ \t]*$")
 
@@ -80,72 +79,9 @@ class _NoAliasLoader(yaml.SafeLoader):
         return super().compose_node(parent, index)
 
 
-class _Collector:
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.items: list[Problem] = []
-
-    def add(
-        self,
-        code: str,
-        message: str,
-        severity: Severity,
-        *,
-        line: int | None = None,
-        field: str | None = None,
-    ) -> None:
-        self.items.append(
-            Problem(code=code, message=message, severity=severity, path=self.path, line=line, field=field)
-        )
-
-
-def decode_text(data: bytes, problems: _Collector) -> str | None:
-    """Bytes -> text with LF line endings; None for binary data. Encoding findings go to ``problems``."""
-    offset = 0
-    if data.startswith(_UTF8_BOM):
-        problems.add("encoding_bom", "UTF-8 byte-order mark at byte 0 (removed)", "warning", line=1)
-        data, offset = data[3:], 3
-    elif data.startswith(_UTF16_BOMS):
-        problems.add("encoding_utf16", "UTF-16 text (byte-order mark at byte 0); expected UTF-8", "warning", line=1)
-        text = data.decode("utf-16", errors="replace")
-        return _normalize_newlines(text, problems)
-    if b"\0" in data:
-        at = data.index(b"\0") + offset
-        problems.add("skill_md_binary", f"binary data: NUL byte at byte offset {at}", "error")
-        return None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        at = e.start + offset
-        line = data.count(b"\n", 0, e.start) + 1
-        text = data.decode("utf-8", errors="replace")
-        bad = text.count("\ufffd") - data.decode("utf-8", errors="ignore").count("\ufffd")
-        problems.add(
-            "invalid_utf8",
-            f"not UTF-8: invalid byte 0x{data[e.start]:02x} at byte offset {at} (line {line}); "
-            f"{bad} invalid sequence(s) replaced by U+FFFD",
-            "warning",
-            line=line,
-        )
-    return _normalize_newlines(text, problems)
-
-
-def _normalize_newlines(text: str, problems: _Collector) -> str:
-    if "\r" not in text:
-        return text
-    first = text.index("\r")
-    problems.add(
-        "crlf_line_endings",
-        f"CRLF/CR line endings (first at line {text.count(chr(10), 0, first) + 1}); read as LF",
-        "warning",
-        line=text.count("\n", 0, first) + 1,
-    )
-    return text.replace("\r\n", "\n").replace("\r", "\n")
-
-
 def parse_skill_md(data: bytes, *, folder_name: str | None, path: str = SKILL_MD) -> ParsedSkillMd:
     """Parse and check one SKILL.md. ``folder_name`` is the skill folder's name (None: do not compare)."""
-    problems = _Collector(path)
+    problems = Collector(path)
     if not data.strip():
         problems.add("skill_md_empty", "SKILL.md is empty" if not data else "SKILL.md holds only whitespace", "error")
         return ParsedSkillMd(problems=problems.items)
@@ -186,7 +122,7 @@ def parse_skill_md(data: bytes, *, folder_name: str | None, path: str = SKILL_MD
 _Fields = dict[str, tuple[Any, int, str | None]]
 
 
-def _read_yaml(yaml_text: str, problems: _Collector) -> tuple[_Fields | None, bool]:
+def _read_yaml(yaml_text: str, problems: Collector) -> tuple[_Fields | None, bool]:
     """The fields, or None and whether the failure was a YAML syntax error (which line-by-line reading may
     get past, :func:`_recovered`)."""
     try:
@@ -244,7 +180,7 @@ def _read_yaml(yaml_text: str, problems: _Collector) -> tuple[_Fields | None, bo
         loader.dispose()
 
 
-def _recovered(yaml_text: str, problems: _Collector) -> _Fields | None:
+def _recovered(yaml_text: str, problems: Collector) -> _Fields | None:
     """After a YAML syntax error: name and description read line by line, the error turned into a warning that
     says what was recovered; None when either cannot be read (the error stands and the skill is not listed)."""
     last = problems.items[-1]
@@ -263,7 +199,7 @@ def _recovered(yaml_text: str, problems: _Collector) -> _Fields | None:
     return {key: (value, line, None) for key, (value, line) in found.items()}
 
 
-def _check_fields(fields: _Fields, folder_name: str | None, body: str, problems: _Collector) -> ParsedSkillMd:
+def _check_fields(fields: _Fields, folder_name: str | None, body: str, problems: Collector) -> ParsedSkillMd:
     for key, (_, line, _) in fields.items():
         if key not in SPEC_KEYS and key not in DECLARATION_KEYS and key not in CLIENT_KEYS:
             problems.add(
@@ -297,7 +233,7 @@ def _check_fields(fields: _Fields, folder_name: str | None, body: str, problems:
     )
 
 
-def _flag(fields: _Fields, key: str, problems: _Collector) -> bool:
+def _flag(fields: _Fields, key: str, problems: Collector) -> bool:
     """A boolean client key; anything but a YAML boolean is reported and read as false."""
     if key not in fields or fields[key][0] is None:
         return False
@@ -309,7 +245,7 @@ def _flag(fields: _Fields, key: str, problems: _Collector) -> bool:
     return False
 
 
-def _required_text(fields: _Fields, key: str, problems: _Collector) -> str | None:
+def _required_text(fields: _Fields, key: str, problems: Collector) -> str | None:
     if key not in fields or fields[key][0] is None:
         line = fields[key][1] if key in fields else None
         problems.add(f"{key}_missing", f"required field '{key}' is missing or empty", "error", line=line, field=key)
@@ -335,7 +271,7 @@ def _required_text(fields: _Fields, key: str, problems: _Collector) -> str | Non
     return value  # exactly the YAML value (a clipped block scalar keeps its final newline)
 
 
-def _check_name(name: str, line: int, folder_name: str | None, problems: _Collector) -> None:
+def _check_name(name: str, line: int, folder_name: str | None, problems: Collector) -> None:
     if not (1 <= len(name) <= NAME_MAX) or not NAME_RE.match(name):
         problems.add(
             "name_invalid",
@@ -355,7 +291,7 @@ def _check_name(name: str, line: int, folder_name: str | None, problems: _Collec
         )
 
 
-def _check_description(description: str, line: int, problems: _Collector) -> None:
+def _check_description(description: str, line: int, problems: Collector) -> None:
     reasons = []
     if not description.strip():
         reasons.append("it is empty")
@@ -373,7 +309,7 @@ def _check_description(description: str, line: int, problems: _Collector) -> Non
         )
 
 
-def _optional_text(fields: _Fields, key: str, problems: _Collector) -> str | None:
+def _optional_text(fields: _Fields, key: str, problems: Collector) -> str | None:
     if key not in fields or fields[key][0] is None:
         return None
     value, line, style = fields[key]
@@ -383,7 +319,7 @@ def _optional_text(fields: _Fields, key: str, problems: _Collector) -> str | Non
     return None
 
 
-def _compatibility(fields: _Fields, problems: _Collector) -> str | None:
+def _compatibility(fields: _Fields, problems: Collector) -> str | None:
     value = _optional_text(fields, "compatibility", problems)
     if value is not None and not (1 <= len(value) <= COMPATIBILITY_MAX):
         problems.add(
@@ -396,7 +332,7 @@ def _compatibility(fields: _Fields, problems: _Collector) -> str | None:
     return value
 
 
-def _allowed_tools(fields: _Fields, problems: _Collector) -> list[str] | None:
+def _allowed_tools(fields: _Fields, problems: Collector) -> list[str] | None:
     if "allowed-tools" not in fields or fields["allowed-tools"][0] is None:
         return None
     value, line, _ = fields["allowed-tools"]
@@ -431,7 +367,7 @@ def split_tools(text: str) -> list[str]:
     return names
 
 
-def _metadata(fields: _Fields, problems: _Collector) -> dict[str, Any]:
+def _metadata(fields: _Fields, problems: Collector) -> dict[str, Any]:
     if "metadata" not in fields or fields["metadata"][0] is None:
         return {}
     value, line, _ = fields["metadata"]
@@ -457,7 +393,7 @@ def _metadata(fields: _Fields, problems: _Collector) -> dict[str, Any]:
     return metadata
 
 
-def _declarations(fields: _Fields, metadata: dict[str, Any], problems: _Collector) -> Declarations:
+def _declarations(fields: _Fields, metadata: dict[str, Any], problems: Collector) -> Declarations:
     def pick(key: str) -> tuple[Any, int | None, str]:
         if key in fields and fields[key][0] is not None:
             return _jsonable(fields[key][0]), fields[key][1], key
@@ -523,7 +459,7 @@ def _declarations(fields: _Fields, metadata: dict[str, Any], problems: _Collecto
     )
 
 
-def _checked(values: list[str], where: tuple[Any, int | None, str], kind: str, problems: _Collector) -> list[str]:
+def _checked(values: list[str], where: tuple[Any, int | None, str], kind: str, problems: Collector) -> list[str]:
     """``values`` if few enough and each well-formed, else a problem and nothing: a declaration that cannot be read
     whole cannot be granted either."""
     found = [p for p in (declaration_problem(kind, v) for v in values[:MAX_DECLARED]) if p]
