@@ -3,7 +3,10 @@
 Pure functions, no I/O: the loader reads the file (confined, through the read cache) and hands the bytes here.
 Nothing in here raises for bad input; every defect becomes a :class:`Problem` that names the line and field.
 Values are kept exactly as YAML reads them; only the trailing newline a block scalar (``>``/``|``) adds is
-removed.
+removed. What a sloppy file plainly means is read with a warning (:mod:`orchestrator.skills.lenient`,
+:mod:`orchestrator.skills.recover`): Unicode whitespace after a delimiter, a closer glued to the body, YAML that
+breaks on a quoting slip, and, as Claude Code does, the folder's name for a missing ``name`` and the body's first
+paragraph for a missing ``description``.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field
 
 from orchestrator.egress import declaration_problem
+from orchestrator.skills import lenient
 from orchestrator.skills.decode import Collector, decode_text
 from orchestrator.skills.parsed import KNOWN_OPERATIONS, Declarations, Problem
 from orchestrator.skills.recover import recover_fields
@@ -35,9 +39,6 @@ NAME_MAX = 64
 DESCRIPTION_MAX = 1024
 COMPATIBILITY_MAX = 500
 SKILL_MD = "SKILL.md"
-
-_DELIMITER = re.compile(r"^---[ \t]*$")
-_CLOSER = re.compile(r"^(?:---|\.\.\.)[ \t]*$")
 
 
 class ParsedSkillMd(BaseModel):
@@ -89,7 +90,8 @@ def parse_skill_md(data: bytes, *, folder_name: str | None, path: str = SKILL_MD
     if text is None:
         return ParsedSkillMd(problems=problems.items)
     lines = text.split("\n")
-    if not _DELIMITER.match(lines[0]):
+    opening = lenient.opener(lines[0])
+    if opening is None:
         problems.add(
             "frontmatter_missing",
             "no frontmatter: line 1 must be '---', then YAML with 'name' and 'description', then '---'",
@@ -98,8 +100,8 @@ def parse_skill_md(data: bytes, *, folder_name: str | None, path: str = SKILL_MD
         )
         body, body_line = _body(lines, 0)
         return ParsedSkillMd(body=body, body_line=body_line, problems=problems.items)
-    close = next((i for i in range(1, len(lines)) if _CLOSER.match(lines[i])), None)
-    if close is None:
+    closing = lenient.closer(lines)
+    if closing is None:
         problems.add(
             "frontmatter_unterminated",
             "frontmatter opened on line 1 is never closed by a '---' line",
@@ -108,14 +110,22 @@ def parse_skill_md(data: bytes, *, folder_name: str | None, path: str = SKILL_MD
         )
         body, body_line = _body(lines, 1)
         return ParsedSkillMd(body=body, body_line=body_line, problems=problems.items)
-    body, body_line = _body(lines, close + 1)
+    close = closing.index
+    for note in lenient.delimiter_notes(opening, closing):
+        problems.add(note.code, note.message, "warning", line=note.line)
+    if closing.glued:
+        body, body_line = closing.glued + "\n" + "\n".join(lines[close + 1 :]), close + 1
+    else:
+        body, body_line = _body(lines, close + 1)
     yaml_text = "\n".join(lines[1:close]) + "\n"
     fields, recoverable = _read_yaml(yaml_text, problems)
     if fields is None and recoverable:
         fields = _recovered(yaml_text, problems)
     if fields is None:
         return ParsedSkillMd(body=body, body_line=body_line, problems=problems.items)
-    return _check_fields(fields, folder_name, body, problems).model_copy(update={"body_line": body_line})
+    asked = lenient.asks_not_to_be_picked(lines[1 : lenient.flag_scan_end(lines, closing)])
+    parsed = _check_fields(fields, folder_name, body, body_line, problems, asked=None if asked is None else asked + 2)
+    return parsed.model_copy(update={"body_line": body_line})
 
 
 # (value, line of the key, block-scalar style) per key
@@ -196,10 +206,30 @@ def _recovered(yaml_text: str, problems: Collector) -> _Fields | None:
         "warning",
         line=last.line,
     )
-    return {key: (value, line, None) for key, (value, line) in found.items()}
+    for key, got in found.items():
+        if got.loose_to is not None:
+            problems.add(
+                "continuation_unindented",
+                f"'{key}' on line {got.line} continues on lines {got.line + 1}-{got.loose_to} without indentation; "
+                "read them as part of its value (up to the next 'key:' line)",
+                "warning",
+                line=got.line,
+                field=key,
+            )
+    return {key: (got.value, got.line, None) for key, got in found.items()}
 
 
-def _check_fields(fields: _Fields, folder_name: str | None, body: str, problems: Collector) -> ParsedSkillMd:
+def _check_fields(
+    fields: _Fields,
+    folder_name: str | None,
+    body: str,
+    body_line: int,
+    problems: Collector,
+    *,
+    asked: int | None = None,
+) -> ParsedSkillMd:
+    """The checked fields; ``asked`` is the file line that sets ``disable-model-invocation`` to true in some
+    spelling (None: no such line)."""
     for key, (_, line, _) in fields.items():
         if key not in SPEC_KEYS and key not in DECLARATION_KEYS and key not in CLIENT_KEYS:
             problems.add(
@@ -209,12 +239,8 @@ def _check_fields(fields: _Fields, folder_name: str | None, body: str, problems:
                 line=line,
                 field=key,
             )
-    name = _required_text(fields, "name", problems)
-    if name is not None:
-        _check_name(name, fields["name"][1], folder_name, problems)
-    description = _required_text(fields, "description", problems)
-    if description is not None:
-        _check_description(description, fields["description"][1], problems)
+    name = _name(fields, folder_name, problems)
+    description = _description(fields, body, body_line, problems)
     license_ = _optional_text(fields, "license", problems)
     allowed_tools = _allowed_tools(fields, problems)
     compatibility = _compatibility(fields, problems)
@@ -227,19 +253,64 @@ def _check_fields(fields: _Fields, folder_name: str | None, body: str, problems:
         compatibility=compatibility,
         metadata=metadata,
         declarations=_declarations(fields, metadata, problems),
-        disable_model_invocation=_flag(fields, "disable-model-invocation", problems),
+        disable_model_invocation=_flag(fields, "disable-model-invocation", problems, asked),
         body=body,
         problems=problems.items,
     )
 
 
-def _flag(fields: _Fields, key: str, problems: Collector) -> bool:
-    """A boolean client key; anything but a YAML boolean is reported and read as false."""
-    if key not in fields or fields[key][0] is None:
+def _blank(fields: _Fields, key: str) -> bool:
+    value = fields[key][0] if key in fields else None
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _name(fields: _Fields, folder_name: str | None, problems: Collector) -> str | None:
+    """The written name, or when there is none the skill folder's name (as Claude Code does), checked alike."""
+    line = fields["name"][1] if "name" in fields else None
+    note = lenient.name_from_folder(folder_name, line) if _blank(fields, "name") else None
+    if note is not None and folder_name is not None:
+        problems.add(note.code, note.message, "warning", line=line, field="name")
+        _check_name(folder_name, line, folder_name, problems)
+        return folder_name
+    name = _required_text(fields, "name", problems)
+    if name is not None:
+        _check_name(name, line, folder_name, problems)
+    return name
+
+
+def _description(fields: _Fields, body: str, body_line: int, problems: Collector) -> str | None:
+    """The written description, or when there is none the body's first paragraph (as Claude Code does)."""
+    key_line = fields["description"][1] if "description" in fields else None
+    found = lenient.description_from_body(body, body_line, key_line) if _blank(fields, "description") else None
+    if found is None:
+        description = _required_text(fields, "description", problems)
+        if description is not None:
+            _check_description(description, key_line, problems)
+        return description
+    text, note = found
+    problems.add(note.code, note.message, "warning", line=note.line, field="description")
+    _check_description(text, note.line, problems)
+    return text
+
+
+def _flag(fields: _Fields, key: str, problems: Collector, asked: int | None = None) -> bool:
+    """A boolean client key; anything but a YAML boolean is reported and read as false, except that a line
+    (``asked``) setting it to true in another spelling (quoted, after a no-break space) makes it true: a skill that
+    asks not to be picked on its own is never picked on its own because of how it wrote that."""
+    value, line = (fields[key][0], fields[key][1]) if key in fields else (None, None)
+    if value is True:
+        return True
+    if asked is not None:
+        problems.add(
+            "field_invalid",
+            f"line {asked} sets '{key}' to true in a spelling YAML did not read as true; read as true",
+            "warning",
+            line=asked,
+            field=key,
+        )
+        return True
+    if value is None or value is False:
         return False
-    value, line, _ = fields[key]
-    if isinstance(value, bool):
-        return value
     message = f"'{key}' should be true or false, found {_kind(value)}"
     problems.add("field_invalid", message, "warning", line=line, field=key)
     return False
@@ -271,7 +342,7 @@ def _required_text(fields: _Fields, key: str, problems: Collector) -> str | None
     return value  # exactly the YAML value (a clipped block scalar keeps its final newline)
 
 
-def _check_name(name: str, line: int, folder_name: str | None, problems: Collector) -> None:
+def _check_name(name: str, line: int | None, folder_name: str | None, problems: Collector) -> None:
     if not (1 <= len(name) <= NAME_MAX) or not NAME_RE.match(name):
         problems.add(
             "name_invalid",
@@ -291,7 +362,7 @@ def _check_name(name: str, line: int, folder_name: str | None, problems: Collect
         )
 
 
-def _check_description(description: str, line: int, problems: Collector) -> None:
+def _check_description(description: str, line: int | None, problems: Collector) -> None:
     reasons = []
     if not description.strip():
         reasons.append("it is empty")

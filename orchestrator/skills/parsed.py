@@ -39,16 +39,25 @@ PROBLEM_CODES: dict[str, str] = {
     "frontmatter_unterminated": "the '---' frontmatter block is never closed",
     "frontmatter_yaml_error": "the frontmatter is not valid YAML, and name and description cannot be read line by line",
     "frontmatter_recovered": "the frontmatter is not valid YAML; name and description were read line by line",
+    "frontmatter_delimiter_whitespace": "a '---' line ends in Unicode whitespace such as U+00A0 or U+3000 (read as a "
+    "delimiter)",
+    "frontmatter_closer_joined": "the closing '---' is joined to the body's first line ('---# Title'); read as the "
+    "closing line",
+    "continuation_unindented": "after a YAML error, a plain name or description continues on lines that are not "
+    "indented; read up to the next 'key:' line",
     "frontmatter_not_mapping": "the frontmatter is valid YAML but not a mapping of keys to values",
     "duplicate_key": "a frontmatter key appears more than once (the last one wins)",
     "unknown_key": "a frontmatter key that the Agent Skills specification does not define",
     "block_scalar": "a field uses a YAML block scalar ('>' or '|'); read correctly, but some clients do not",
-    "name_missing": "no 'name'",
+    "name_missing": "no 'name' (and no usable folder name to stand in)",
+    "name_from_folder": "no 'name' (or an empty one); the skill folder's name stands in, checked like a written name",
     "name_not_string": "'name' is not a string",
     "name_invalid": "'name' is not 1-64 characters of a-z, 0-9 and single inner hyphens",
     "name_folder_mismatch": "'name' differs from the skill folder's name",
     "duplicate_name": "another skill in the library has the same 'name'",
-    "description_missing": "no 'description'",
+    "description_missing": "no 'description' and no paragraph of prose in the body to stand in",
+    "description_from_body": "no 'description' (or an empty one); the body's first paragraph stands in (at most 1024 "
+    "characters)",
     "description_not_string": "'description' is not a string",
     "description_invalid": "'description' is empty, longer than 1024 characters, or contains '<' or '>'",
     "field_invalid": "license, allowed-tools, compatibility or metadata has the wrong shape",

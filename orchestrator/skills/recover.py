@@ -3,15 +3,17 @@
 Public skills often carry quoting slips that YAML refuses as a whole: an unquoted ``: `` inside a description
 ("Use when: ..."), a description starting with ``*`` or ``@``, a closing quote followed by more text. The fields a
 library needs are still plain to read: a top-level ``key:`` line, its value on the same line (quoted or not), a
-block scalar (``|``/``>``) or indented continuation lines. Only the keys in :data:`RECOVERABLE` are read this way;
-everything else in such a frontmatter is ignored (and the parser says so).
+block scalar (``|``/``>``) or indented continuation lines. A plain ``name`` or ``description`` whose continuation
+lines are not indented (a Markdown list pasted under ``description: **Features:**``) runs on to the next top-level
+``key:`` line (or a code fence), at most :data:`LOOSE_LINES` lines and :data:`LOOSE_CHARS` characters. Only the keys in
+:data:`RECOVERABLE` are read this way; everything else in such a frontmatter is ignored (and the parser says so).
 """
 
 from __future__ import annotations
 
 import re
 import textwrap
-from typing import Any
+from typing import Any, NamedTuple
 
 import yaml
 
@@ -19,21 +21,43 @@ import yaml
 #: being picked on its own (a quoting slip must not make a skill invocable that asked not to be).
 RECOVERABLE = ("name", "description", "disable-model-invocation")
 
+#: The keys whose plain value may run on over lines that are not indented.
+LOOSE_KEYS = ("name", "description")
+LOOSE_LINES = 64
+"""Lines after the key's line read as its unindented continuation; later ones are not part of the value."""
+LOOSE_CHARS = 4096
+"""Characters the unindented continuation adds to the value at most."""
+
 _TOP_KEY = re.compile(r"^([A-Za-z_][\w.-]*)[ \t]*:(?:[ \t]+(.*?))?[ \t]*$")
 _BLOCK = re.compile(r"^[|>][+-]?[1-9]?[+-]?$")
 _COMMENT = re.compile(r"[ \t]+#.*$")
+# Where an unindented continuation stops: a line that starts like a top-level key (``key:`` then any whitespace,
+# U+00A0 included, or the end), a line that starts like a recoverable key even without a space after the colon
+# (``disable-model-invocation:true``: the flag is never swallowed), or a code fence (a pasted body, not a value).
+_LOOSE_STOP = re.compile(
+    r"^(?:[A-Za-z_][\w.-]*[ \t]*:(?:\s|$)|(?i:name|description|disable-model-invocation)[ \t]*:|[ \t]*(?:```|~~~))"
+)
 # A continuation line that opens a list item or a nested key: the value is a collection, not text.
 _NESTED = re.compile(r"^[ \t]+(?:-(?:[ \t]|$)|[\w.-]+:(?:[ \t]|$))")
 
 
-def recover_fields(yaml_text: str, first_line: int = 2) -> dict[str, tuple[Any, int]]:
-    """``{key: (value, line)}`` for the keys of :data:`RECOVERABLE` that can be read line by line.
+class Recovered(NamedTuple):
+    """One key read line by line: its value, its line, and the last line of an unindented continuation (None if
+    the value has none)."""
+
+    value: Any
+    line: int
+    loose_to: int | None = None
+
+
+def recover_fields(yaml_text: str, first_line: int = 2) -> dict[str, Recovered]:
+    """The keys of :data:`RECOVERABLE` that can be read line by line.
 
     ``first_line`` is the file line of the first YAML line. A value that is a list or a mapping (or a flow
     collection such as ``[a, b``) is not text and is left out.
     """
     lines = yaml_text.split("\n")
-    found: dict[str, tuple[Any, int]] = {}
+    found: dict[str, Recovered] = {}
     i = 0
     while i < len(lines):
         match = _TOP_KEY.match(lines[i])
@@ -48,9 +72,48 @@ def recover_fields(yaml_text: str, first_line: int = 2) -> dict[str, tuple[Any, 
         if key not in RECOVERABLE:
             continue
         value = _value(rest, lines[start + 1 : i])
+        loose_to = None
+        if key in LOOSE_KEYS and isinstance(value, str) and _plain(rest):
+            end = _loose_end(lines, start, i)
+            tail = _loose_text(lines[i:end])
+            if tail:
+                value, loose_to = f"{value} {tail}", _last_text(lines, end) + first_line
+            i = end
         if value is not None:
-            found[key] = (value, start + first_line)
+            found[key] = Recovered(value, start + first_line, loose_to)
     return found
+
+
+def _plain(rest: str) -> bool:
+    """A value written on the key's line that is plain text: not quoted, not a block scalar, not a collection."""
+    return bool(rest) and rest[:1] not in ("'", '"', "[", "{") and not _BLOCK.match(rest)
+
+
+def _loose_end(lines: list[str], start: int, i: int) -> int:
+    """The index after the unindented continuation that begins at ``i``: the next line that starts like a key or
+    opens a code fence, the end, or :data:`LOOSE_LINES` lines after the key's line."""
+    limit = min(len(lines), start + 1 + LOOSE_LINES)
+    while i < limit and _LOOSE_STOP.match(lines[i]) is None:
+        i += 1
+    return i
+
+
+def _loose_text(lines: list[str]) -> str:
+    """The lines joined by spaces (blank ones and YAML comments left out), cut at :data:`LOOSE_CHARS`."""
+    parts, size = [], 0
+    for line in lines:
+        text = line.strip()
+        if text and not text.startswith("#") and size < LOOSE_CHARS:
+            parts.append(text[: LOOSE_CHARS - size])
+            size += len(parts[-1]) + 1
+    return " ".join(parts)
+
+
+def _last_text(lines: list[str], end: int) -> int:
+    """The index of the last line before ``end`` that is not blank."""
+    while end > 0 and not lines[end - 1].strip():
+        end -= 1
+    return end - 1
 
 
 def _value(rest: str, more: list[str]) -> Any:

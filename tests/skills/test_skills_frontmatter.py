@@ -188,8 +188,11 @@ def test_a_frontmatter_that_is_not_a_mapping_is_an_error(yaml_text):
     assert codes(parsed) == ["frontmatter_not_mapping"]
 
 
-def test_an_empty_frontmatter_misses_name_and_description():
-    assert codes(parse("---\n---\nbody\n")) == ["name_missing", "description_missing"]
+def test_an_empty_frontmatter_misses_name_and_description_unless_the_folder_and_the_body_stand_in():
+    assert codes(parse("---\n---\n# Title\n", folder=None)) == ["name_missing", "description_missing"]
+    parsed = parse("---\n---\nbody\n")
+    assert (parsed.name, parsed.description) == ("demo", "body")
+    assert codes(parsed) == ["name_from_folder", "description_from_body"]
 
 
 @pytest.mark.parametrize("value", ["2048", "[a, b]", "{x: 1}", "true"])

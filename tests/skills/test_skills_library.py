@@ -172,12 +172,13 @@ def test_a_nested_skill_is_its_own_skill_and_not_part_of_the_outer_one(make_skil
 
 def test_the_l1_index_holds_only_skills_with_a_name_and_a_description(make_skill, skills_root):
     make_skill("complete")
-    make_skill("nameless", name=None)
+    make_skill("nameless", name=None)  # the folder's name stands in
+    make_skill("undescribed", text="---\nname: undescribed\n---\n# A heading and no prose\n")
     make_skill("mismatch", name="other-name")
     make_skill("broken", text="no frontmatter\n")
     library = SkillLibrary(skills_root)
     index = library.l1_index()
-    assert [s.id for s in index] == ["complete", "mismatch"]
+    assert [s.id for s in index] == ["complete", "mismatch", "nameless"]
     complete = index[0]
     assert complete.l1_tokens == pytest.approx(len(f"complete: {complete.description}") / 4, abs=1)
 

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from orchestrator.skills import SkillLibrary
 from orchestrator.skills.frontmatter import parse_skill_md
+from orchestrator.skills.lenient import printable
 from orchestrator.skills.parsed import PROBLEM_CODES
 
 yaml_bits = st.sampled_from(
@@ -69,6 +70,8 @@ bodies = st.lists(st.one_of(markdown_bits, st.text(max_size=60)), max_size=10).m
 
 def check(parsed) -> None:
     assert all(p.code in PROBLEM_CODES for p in parsed.problems)
+    if "description_from_body" in {p.code for p in parsed.problems}:
+        assert 0 < len(parsed.description) <= 1024 and printable(parsed.description)
     assert isinstance(parsed.body, str)
     if parsed.name is not None:
         assert isinstance(parsed.name, str)
