@@ -137,6 +137,22 @@ def test_bench_selection_counts_the_translation_pipelines_cpu_apart(skills_root,
     assert result["translation_cpu_ms_per_goal"] > 0
 
 
+def test_a_goal_whose_skill_is_on_disk_but_not_listed_counts_as_a_miss_and_a_typo_is_refused(skills_root, tmp_path):
+    unreadable = skills_root / "upload-debris"
+    unreadable.mkdir()
+    (unreadable / "SKILL.md").write_text("--boundary\nContent-Type: text/plain\n\n---\nname: upload-debris\n---\n")
+    goals = tmp_path / "g.jsonl"
+    goals.write_text('{"goal": "turn the quarterly numbers into slides", "expect": ["upload-debris"]}\n')
+    proc = _bench_selection(skills_root, goals)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["unlisted_expected"] == ["upload-debris"]
+    assert result["recall_at"]["10"] == 0.0 and result["misses_at_10"][0]["expect"] == ["upload-debris"]
+    goals.write_text('{"goal": "turn the quarterly numbers into slides", "expect": ["upload-debri"]}\n')
+    proc = _bench_selection(skills_root, goals)
+    assert proc.returncode == 1 and "unknown skill ids ['upload-debri']" in proc.stdout
+
+
 def test_bench_selection_names_the_bad_goal_line(skills_root, tmp_path):
     goals = tmp_path / "g.jsonl"
     goals.write_text('{"goal": "ok", "expect": []}\n{"expect": []}\n')
