@@ -190,12 +190,16 @@ def _read_yaml(yaml_text: str, problems: Collector) -> tuple[_Fields | None, boo
         loader.dispose()
 
 
+_NAME_KEY = re.compile(r"^name[ \t]*:", re.MULTILINE)
+
+
 def _recovered(yaml_text: str, problems: Collector) -> _Fields | None:
     """After a YAML syntax error: name and description read line by line, the error turned into a warning that
-    says what was recovered; None when either cannot be read (the error stands and the skill is not listed)."""
+    says what was recovered; None when either cannot be read (the error stands and the skill is not listed). A name
+    that is not written at all is the folder's, as in a readable frontmatter."""
     last = problems.items[-1]
     found = recover_fields(yaml_text)
-    if "name" not in found or "description" not in found:
+    if "description" not in found or ("name" not in found and _NAME_KEY.search(yaml_text)):
         return None
     problems.items.pop()
     keys = ", ".join(f"'{k}'" for k in found)

@@ -172,7 +172,7 @@ def test_a_recovered_frontmatter_keeps_disable_model_invocation_so_a_slip_never_
     [
         "name: demo\ndescription: [a list: never closed",  # a flow collection is not text
         "name: demo\ndescription:\n  - a: b\nx: y: z",  # nor is a list
-        "description: Finds things: fast",  # no name to recover
+        "name: [demo\ndescription: Finds things: fast",  # a name written but unreadable
     ],
 )
 def test_a_frontmatter_without_both_fields_readable_stays_a_yaml_error(frontmatter):
@@ -180,6 +180,14 @@ def test_a_frontmatter_without_both_fields_readable_stays_a_yaml_error(frontmatt
     assert codes(parsed) == ["frontmatter_yaml_error"]
     assert parsed.problems[0].severity == "error"
     assert parsed.name is None and parsed.description is None
+
+
+def test_after_a_quoting_slip_a_name_not_written_at_all_is_the_folders_and_without_a_folder_an_error():
+    parsed = parse("---\ndescription: Finds things: fast\n---\n")
+    assert (parsed.name, parsed.description) == ("demo", "Finds things: fast")
+    assert codes(parsed) == ["frontmatter_recovered", "name_from_folder"]
+    parsed = parse("---\ndescription: Finds things: fast\n---\n", folder=None)
+    assert parsed.name is None and "name_missing" in codes(parsed)
 
 
 @pytest.mark.parametrize("yaml_text", ["- a\n- b", "just a sentence"])

@@ -140,6 +140,20 @@ def test_a_missing_name_is_read_from_the_folder_with_a_warning():
     assert codes(parsed) == ["name_from_folder"]
 
 
+def test_a_quoting_slip_in_a_frontmatter_without_a_name_still_reads_the_description_and_the_folder_name():
+    parsed = parse("---\ndescription: **Desktop control**\n\nmouse, keyboard and screen automation\n---\nbody\n",
+                   folder="desktop-control")
+    assert parsed.name == "desktop-control"
+    assert parsed.description == "**Desktop control** mouse, keyboard and screen automation"
+    assert {"frontmatter_recovered", "name_from_folder"} <= set(codes(parsed))
+    assert all(p.severity == "warning" for p in parsed.problems)
+
+
+def test_a_quoting_slip_with_neither_name_nor_description_readable_stays_an_error():
+    parsed = parse("---\nlicense: *odd\n---\nFirst paragraph of prose.\n", folder="odd")
+    assert parsed.name is None and codes(parsed) == ["frontmatter_yaml_error"]
+
+
 @pytest.mark.parametrize("value", ["", "''", '"  "'])
 def test_an_empty_name_is_read_from_the_folder_and_the_warning_names_its_line(value):
     parsed = parse(f"---\ndescription: d\nname: {value}\n---\n")
