@@ -174,6 +174,20 @@ def planner_prompt_tokens(
     return tokens
 
 
+def _unlisted_expected(goals: list[BenchGoal], library: SkillLibrary, l1: list[SkillSummary]) -> list[str]:
+    """The expected skills that are in the folder but not listed; an expected id not in the folder is refused.
+
+    A skill on disk that is not listed (its SKILL.md cannot be read to a name and a description) is what a user of
+    this library meets: its goals stay in, and miss unless another skill they expect is found."""
+    on_disk = {s.id for s in library.list()}
+    for g in goals:
+        unknown = [i for i in g.expect if i not in on_disk]
+        if unknown:
+            raise ConfigError(f"goal {g.goal[:60]!r} expects unknown skill ids {unknown}", where="bench")
+    listed = {s.id for s in l1}
+    return sorted({i for g in goals for i in g.expect if i not in listed})
+
+
 def bench_selection(
     skills_dir: Path,
     goals_file: Path,
@@ -192,15 +206,7 @@ def bench_selection(
     library = SkillLibrary(skills_dir)
     l1 = library.l1_index()
     invocable = model_invocable(l1)
-    on_disk = {s.id for s in library.list()}
-    for g in goals:
-        unknown = [i for i in g.expect if i not in on_disk]
-        if unknown:
-            raise ConfigError(f"goal {g.goal[:60]!r} expects unknown skill ids {unknown}", where="bench")
-    # A skill on disk that is not listed (its SKILL.md cannot be read to a name and a description) is what a user
-    # of this library meets: its goals stay in, and miss unless another skill they expect is found.
-    listed = {s.id for s in l1}
-    unlisted = sorted({i for g in goals for i in g.expect if i not in listed})
+    unlisted = _unlisted_expected(goals, library, l1)
     memory_before = rss_mb()
     with tempfile.TemporaryDirectory(prefix="orch-bench-") as cache_dir:
         started, cpu_started, translation_started = time.perf_counter(), time.process_time(), translation.cpu_seconds()
