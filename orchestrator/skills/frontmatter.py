@@ -298,12 +298,15 @@ def _description(fields: _Fields, body: str, body_line: int, problems: Collector
 
 
 def _flag(fields: _Fields, key: str, problems: Collector, asked: int | None = None) -> bool:
-    """A boolean client key; anything but a YAML boolean is reported and read as false, except that a line
-    (``asked``) setting it to true in another spelling (quoted, after a no-break space) makes it true: a skill that
-    asks not to be picked on its own is never picked on its own because of how it wrote that."""
+    """A boolean client key; anything but a YAML boolean is reported and read as false, except that text YAML
+    read as ``true``/``yes``/``on`` (quoted, in a flow mapping) or a line (``asked``) setting it to true in another
+    spelling (after a no-break space) makes it true: a skill that asks not to be picked on its own is never picked
+    on its own because of how it wrote that."""
     value, line = (fields[key][0], fields[key][1]) if key in fields else (None, None)
     if value is True:
         return True
+    if asked is None and isinstance(value, str) and value.strip().lower() in lenient.TRUE_WORDS:
+        asked = line
     if asked is not None:
         problems.add(
             "field_invalid",

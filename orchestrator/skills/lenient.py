@@ -20,11 +20,19 @@ import yaml
 _SPACE_CLASS = "[ \t\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]"
 _DELIMITER = re.compile(rf"^---({_SPACE_CLASS}*)$")
 _CLOSER = re.compile(rf"^(?:---|\.\.\.)({_SPACE_CLASS}*)$")
+#: The words that set a flag to true when YAML reads them as text (quoted, or ``!!str``); YAML 1.1 reads them unquoted.
+TRUE_WORDS = ("true", "yes", "on")
+#: What may come before a top-level key without indenting it: spaces YAML does not count as indentation (U+00A0 and
+#: the other space separators) and characters that do not show (zero-width, word joiner, a byte-order mark).
+_INVISIBLE = "\u00a0\u1680\u202f\u205f\u2060\u3000\ufeff" + "".join(map(chr, range(0x2000, 0x200E)))
 #: ``disable-model-invocation`` set to true however it is spelt (quotes, case, Unicode spaces, YAML 1.1 yes/on).
 _ASKS_NOT_TO_BE_PICKED = re.compile(
-    rf"^disable-model-invocation{_SPACE_CLASS}*:{_SPACE_CLASS}*([\"']?)(?:true|yes|on)\1{_SPACE_CLASS}*(?:#.*)?$",
+    rf"^[{_INVISIBLE}]*disable-model-invocation{_SPACE_CLASS}*:{_SPACE_CLASS}*([\"']?)(?:{'|'.join(TRUE_WORDS)})\1"
+    rf"{_SPACE_CLASS}*(?:#.*)?$",
     re.IGNORECASE,
 )
+#: Where YAML breaks a line besides LF (NEL, U+2028, U+2029): what follows is a line of its own to YAML.
+_YAML_BREAKS = re.compile("[\x85\u2028\u2029]")
 #: What YAML's reader refuses in a frontmatter (control characters and the like).
 _NOT_YAML_PRINTABLE: re.Pattern[str] = yaml.reader.Reader.NON_PRINTABLE
 
@@ -67,11 +75,11 @@ def opener(line: str) -> Delimiter | None:
     return Delimiter(0, match.group(1)) if match else None
 
 
-def closer(lines: list[str]) -> Delimiter | None:
-    """The first line after line 1 that closes the frontmatter: ``---`` or ``...`` with only whitespace after it,
-    or ``---`` glued to the body's first line (``---# Title``). ``----`` and a table rule (``---|---``) are not
-    closers; neither is ``--- text`` (a space then text, which YAML reads as a new document)."""
-    for i in range(1, len(lines)):
+def closer(lines: list[str], start: int = 1) -> Delimiter | None:
+    """The first line after line 1 (from index ``start`` on) that closes the frontmatter: ``---`` or ``...`` with
+    only whitespace after it, or ``---`` glued to the body's first line (``---# Title``). ``----`` and a table rule
+    (``---|---``) are not closers; neither is ``--- text`` (a space then text, which YAML reads as a new document)."""
+    for i in range(start, len(lines)):
         line = lines[i]
         if not line.startswith(("---", "...")):
             continue
@@ -81,11 +89,6 @@ def closer(lines: list[str]) -> Delimiter | None:
         if line.startswith("---") and not (line[3] in "-|" or line[3].isspace()):
             return Delimiter(i, glued=line[3:])
     return None
-
-
-def clean_closer(lines: list[str], start: int) -> int | None:
-    """The index of the first line from ``start`` on that is ``---`` or ``...`` with only whitespace after it."""
-    return next((i for i in range(start, len(lines)) if _CLOSER.match(lines[i])), None)
 
 
 def odd_space(spaces: str) -> str | None:
@@ -117,10 +120,10 @@ def delimiter_notes(opening: Delimiter, closing: Delimiter) -> list[Note]:
 
 
 def flag_scan_end(lines: list[str], closing: Delimiter) -> int:
-    """Where to stop looking for ``disable-model-invocation``: the closer, or for a joined closer the next clean
-    one (what the frontmatter would have been had the joined line not been taken as the closer)."""
-    later = clean_closer(lines, closing.index + 1) if closing.glued else None
-    return later if later is not None else closing.index
+    """Where to stop looking for ``disable-model-invocation``: the closer, or for a joined closer the next closer of
+    either kind (what the frontmatter would have been had the joined line not been taken as the closer)."""
+    later = closer(lines, closing.index + 1) if closing.glued else None
+    return later.index if later is not None else closing.index
 
 
 def name_from_folder(folder_name: str | None, line: int | None) -> Note | None:
@@ -146,11 +149,12 @@ def description_from_body(body: str, body_line: int, key_line: int | None) -> tu
 
 def asks_not_to_be_picked(lines: list[str]) -> int | None:
     """The 0-based index of the first top-level line that sets ``disable-model-invocation`` to true in any
-    spelling, or None. Every line is looked at: a bound here could let a skill that asked not to be picked be
-    picked."""
+    spelling, or None. Every line is looked at, and each part of it after a line break YAML knows (U+2028, NEL): a
+    bound here could let a skill that asked not to be picked be picked."""
     for i, line in enumerate(lines):
-        if line[:1] in ("d", "D") and _ASKS_NOT_TO_BE_PICKED.match(line):
-            return i
+        for part in _YAML_BREAKS.split(line):
+            if part.lstrip(_INVISIBLE)[:1] in ("d", "D") and _ASKS_NOT_TO_BE_PICKED.match(part):
+                return i
     return None
 
 

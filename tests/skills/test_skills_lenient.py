@@ -254,6 +254,12 @@ def test_an_alias_stays_refused_even_when_name_and_description_could_be_guessed(
         "---\nname: demo\ndescription: **Deploys**\nto prod\ndisable-model-invocation:true\n---\nbody\n",
         "---\nname: demo\ndescription: d\ndisable-model-invocation: 'true'\n---\nbody\n",
         "---\nname: demo\ndescription: d\n---# Deploy\ndisable-model-invocation: TRUE\n---\nbody\n",
+        "---\nname: demo\ndescription: d\n---# Deploy\ndisable-model-invocation: true\n---# Usage\nbody\n",
+        '---\nname: demo\ndescription: d\n"disable-model-invocation": "true"\n---\nbody\n',
+        "---\n{name: demo, description: d, disable-model-invocation: 'yes'}\n---\nbody\n",
+        "---\nname: demo\ndescription: d\ndisable-model-invocation:\n  'True'\n---\nbody\n",
+        "---\nname: demo\ndescription: d\n\u00a0disable-model-invocation: true\n---\nbody\n",
+        "---\nname: demo\ndescription: d\n\ufeffdisable-model-invocation: true\n---\nbody\n",
     ],
 )
 def test_a_skill_that_asks_not_to_be_picked_is_never_picked_through_a_lenient_reading(text, tmp_path):
@@ -267,7 +273,18 @@ def test_a_skill_that_asks_not_to_be_picked_is_never_picked_through_a_lenient_re
     assert summary.disable_model_invocation and model_invocable([summary]) == []
 
 
-@pytest.mark.parametrize("value", ["false", "'false'", "truely", "no", "maybe"])
+@pytest.mark.parametrize("brk", ["\u2028", "\u2029", "\x85"])
+def test_a_flag_after_a_yaml_line_break_inside_a_recovered_line_is_not_lost(brk, tmp_path):
+    # YAML breaks lines at U+2028, U+2029 and NEL too; the line-by-line reading after a quoting slip does not.
+    text = f"---\nname: demo\ndescription: Use when: deploying{brk}disable-model-invocation: true\n---\nbody\n"
+    assert parse(text).disable_model_invocation is True
+    folder = tmp_path / "lib" / "demo"
+    folder.mkdir(parents=True)
+    (folder / "SKILL.md").write_text(text, encoding="utf-8")
+    assert model_invocable(SkillLibrary(tmp_path / "lib").l1_index()) == []
+
+
+@pytest.mark.parametrize("value", ["false", "'false'", "truely", "no", "maybe", "'true, but later'", "1"])
 def test_a_flag_set_to_false_or_to_nonsense_stays_false(value):
     parsed = parse(f"---\nname: demo\ndescription: d\ndisable-model-invocation: {value}\n---\n")
     assert parsed.disable_model_invocation is False
