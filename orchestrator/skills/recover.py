@@ -28,9 +28,11 @@ LOOSE_LINES = 64
 LOOSE_CHARS = 4096
 """Characters the unindented continuation adds to the value at most."""
 
-_TOP_KEY = re.compile(r"^([A-Za-z_][\w.-]*)[ \t]*:(?:[ \t]+(.*?))?[ \t]*$")
+# The value is stripped in code: a lazy value before ``[ \t]*$``, or ``[ \t]+#`` tried at every space of a run, takes
+# time quadratic in the spaces of a line (a 300 KB line of spaces held `skills list` for minutes).
+_TOP_KEY = re.compile(r"^([A-Za-z_][\w.-]*)[ \t]*:(?:[ \t](.*))?$")
 _BLOCK = re.compile(r"^[|>][+-]?[1-9]?[+-]?$")
-_COMMENT = re.compile(r"[ \t]+#.*$")
+_COMMENT = re.compile(r"(?<![ \t])[ \t]+#.*$")
 # Where an unindented continuation stops: a line that starts like a top-level key (``key:`` then any whitespace,
 # U+00A0 included, or the end), a line that starts like a recoverable key even without a space after the colon
 # (``disable-model-invocation:true``: the flag is never swallowed), or a code fence (a pasted body, not a value).
@@ -64,7 +66,7 @@ def recover_fields(yaml_text: str, first_line: int = 2) -> dict[str, Recovered]:
         if match is None:
             i += 1
             continue
-        key, rest = match.group(1), match.group(2) or ""
+        key, rest = match.group(1), (match.group(2) or "").strip(" \t")
         start = i
         i += 1
         while i < len(lines) and (not lines[i].strip() or lines[i][:1] in (" ", "\t")):
