@@ -141,7 +141,7 @@ class Entry(BaseModel):
 
 
 class EntryCache:
-    """Per-skill index entries on disk, keyed by content: ``<dir>/<sha[:2]>/<sha>-<id digest>.json``."""
+    """Per-skill index entries on disk, keyed by content: ``<dir>/<sha[:2]>/<sha>-<id and name digest>.json``."""
 
     def __init__(self, directory: Path | None) -> None:
         self.dir = directory / "select" / f"v{INDEX_VERSION}{reading_tag()}" if directory is not None else None
@@ -149,8 +149,10 @@ class EntryCache:
     def _path(self, doc: SkillDoc) -> Path | None:
         if self.dir is None or not doc.sha256:
             return None
-        # The id is part of the key: the name field holds it, so a moved skill gets new terms.
-        id_digest = hashlib.sha256(doc.id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+        # The id and the name are part of the key: the name field holds both, so a moved skill gets new terms, and so
+        # does a root skill ('.') without a name, which is read with the root folder's name.
+        key = f"{doc.id}\0{doc.name}".encode("utf-8", "surrogatepass")
+        id_digest = hashlib.sha256(key).hexdigest()[:16]
         return self.dir / doc.sha256[:2] / f"{doc.sha256}-{id_digest}.json"
 
     def get(self, doc: SkillDoc) -> Entry | None:

@@ -81,6 +81,18 @@ def test_the_index_is_cached_by_content_and_only_changed_skills_are_rederived(sk
     assert third.search("sourdough", k=1)[0].id == "recipe-scaler"
 
 
+def test_the_same_bytes_read_to_another_name_are_not_served_stale_terms_from_the_cache(tmp_path):
+    # A root skill ('.') without a name takes the root folder's name: same bytes and id, another name.
+    cache = tmp_path / "cache"
+    hits = {}
+    for folder in ("invoice-parser", "weather-report"):
+        root = tmp_path / folder
+        write_skill(root, "zz-filler", name="zz-filler", description="Keeps a filler entry.", body="Filler.")
+        (root / "SKILL.md").write_text("---\ndescription: Reads documents.\n---\nbody\n", encoding="utf-8")
+        hits[folder] = [h.id for h in _index(root, cache).search("weather", k=1)]
+    assert hits == {"invoice-parser": [], "weather-report": ["."]}
+
+
 def test_a_corrupt_cache_entry_is_rebuilt_not_trusted(tmp_path):
     doc = SkillDoc(id="a", name="a", description="alpha skill", body="body", sha256="ab" * 32)
     cache = tmp_path / "cache"
