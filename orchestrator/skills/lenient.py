@@ -170,7 +170,7 @@ def first_paragraph(body: str) -> tuple[str, int] | None:
     Headings, blank lines, code fences, HTML comments and tags, tables, images, block quotes, list items and rules
     are skipped; a paragraph underlined as a heading (``===``) is skipped too. Link targets and emphasis markers
     (``**``, ``__``, backticks) are dropped, and the text is cut to :data:`DESCRIPTION_FROM_BODY_MAX` characters.
-    A paragraph holding a character YAML refuses is passed over.
+    A paragraph holding a character YAML refuses, or nothing but characters that do not show, is passed over.
     """
     lines = body.split("\n", PARAGRAPH_SCAN_LINES)[:PARAGRAPH_SCAN_LINES]
     fence = comment = False
@@ -217,6 +217,8 @@ def _cleaned(text: str) -> str | None:
     if not printable(text):
         return None
     text = " ".join(_EMPHASIS.sub("", _LINK.sub(r"\1", text)).split())
+    if not text.strip(_INVISIBLE):  # zero-width characters only: nothing a reader (or the model) would see
+        return None
     if len(text) > DESCRIPTION_FROM_BODY_MAX:
         cut = text[: DESCRIPTION_FROM_BODY_MAX - 1]
         space = cut.rfind(" ")

@@ -210,6 +210,13 @@ def test_without_a_paragraph_of_prose_a_missing_description_stays_an_error(body)
     assert parsed.description is None and codes(parsed) == ["description_missing"]
 
 
+@pytest.mark.parametrize("invisible", ["\u200b", "\u2060\ufeff", "**\u200d**", "\u00a0\u200c"])
+def test_a_paragraph_of_only_invisible_characters_is_not_a_description(invisible):
+    parsed = parse(f"---\nname: demo\n---\n{invisible}\n\nDoes the thing.\n")
+    assert parsed.description == "Does the thing." and only(parsed, "description_from_body").line == 6
+    assert parse(f"---\nname: demo\n---\n{invisible}\n").description is None
+
+
 def test_a_description_from_the_body_is_cut_to_1024_characters():
     parsed = parse("---\nname: demo\n---\n" + "word " * 5000 + "\n")
     assert parsed.description is not None
