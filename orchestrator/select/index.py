@@ -42,7 +42,7 @@ _log = get_logger("orchestrator.select")
 
 #: Bumped whenever tokenisation, the entry format or the reading of a SKILL.md changes (entries are keyed by the
 #: file's bytes, so a new reading of the same bytes needs a new version), so old cache entries are ignored.
-INDEX_VERSION = "8"
+INDEX_VERSION = "9"
 #: How much of a body is indexed: its first part says what the skill does; the rest is mostly procedure.
 BODY_MAX_CHARS = 20_000
 
