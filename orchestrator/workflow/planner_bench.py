@@ -174,18 +174,18 @@ def planner_prompt_tokens(
     return tokens
 
 
-def _unlisted_expected(goals: list[BenchGoal], library: SkillLibrary, l1: list[SkillSummary]) -> list[str]:
-    """The expected skills that are in the folder but not listed; an expected id not in the folder is refused.
+def _unlisted_expected(goals: list[BenchGoal], listing: list[SkillSummary]) -> list[str]:
+    """The expected skills that are in the folder (``listing``: every skill found) but not usable at L1; an expected
+    id not in the folder is refused.
 
     A skill on disk that is not listed (its SKILL.md cannot be read to a name and a description) is what a user of
     this library meets: its goals stay in, and miss unless another skill they expect is found."""
-    on_disk = {s.id for s in library.list()}
+    on_disk = {s.id: s for s in listing}
     for g in goals:
         unknown = [i for i in g.expect if i not in on_disk]
         if unknown:
             raise ConfigError(f"goal {g.goal[:60]!r} expects unknown skill ids {unknown}", where="bench")
-    listed = {s.id for s in l1}
-    return sorted({i for g in goals for i in g.expect if i not in listed})
+    return sorted({i for g in goals for i in g.expect if not on_disk[i].usable_at_l1})
 
 
 def bench_selection(
@@ -204,9 +204,10 @@ def bench_selection(
     selection = selection or SelectionSettings()
     goals = read_goals(goals_file)
     library = SkillLibrary(skills_dir)
-    l1 = library.l1_index()
+    listing = library.list()  # scanned once: every skill found, and the ones usable at L1
+    l1 = [s for s in listing if s.usable_at_l1]
     invocable = model_invocable(l1)
-    unlisted = _unlisted_expected(goals, library, l1)
+    unlisted = _unlisted_expected(goals, listing)
     memory_before = rss_mb()
     with tempfile.TemporaryDirectory(prefix="orch-bench-") as cache_dir:
         started, cpu_started, translation_started = time.perf_counter(), time.process_time(), translation.cpu_seconds()
