@@ -27,7 +27,7 @@ from orchestrator.egress import declaration_problem
 from orchestrator.skills import lenient
 from orchestrator.skills.decode import Collector, decode_text
 from orchestrator.skills.parsed import KNOWN_OPERATIONS, Declarations, Problem
-from orchestrator.skills.recover import recover_fields
+from orchestrator.skills.recover import recover_fields, writes_key
 
 SPEC_KEYS = ("name", "description", "license", "allowed-tools", "metadata", "compatibility")
 DECLARATION_KEYS = ("requires-tools", "operations", "input-schema", "network", "secrets")
@@ -190,16 +190,13 @@ def _read_yaml(yaml_text: str, problems: Collector) -> tuple[_Fields | None, boo
         loader.dispose()
 
 
-_NAME_KEY = re.compile(r"^name[ \t]*:", re.MULTILINE)
-
-
 def _recovered(yaml_text: str, problems: Collector) -> _Fields | None:
     """After a YAML syntax error: name and description read line by line, the error turned into a warning that
     says what was recovered; None when either cannot be read (the error stands and the skill is not listed). A name
     that is not written at all is the folder's, as in a readable frontmatter."""
     last = problems.items[-1]
     found = recover_fields(yaml_text)
-    if "description" not in found or ("name" not in found and _NAME_KEY.search(yaml_text)):
+    if "description" not in found or ("name" not in found and writes_key(yaml_text, "name")):
         return None
     problems.items.pop()
     keys = ", ".join(f"'{k}'" for k in found)

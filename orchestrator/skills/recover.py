@@ -86,6 +86,11 @@ def recover_fields(yaml_text: str, first_line: int = 2) -> dict[str, Recovered]:
     return found
 
 
+def writes_key(yaml_text: str, key: str) -> bool:
+    """Whether a top-level ``key:`` line is written, readable or not (as :func:`recover_fields` tells keys)."""
+    return any((m := _TOP_KEY.match(line)) is not None and m.group(1) == key for line in yaml_text.split("\n"))
+
+
 def _plain(rest: str) -> bool:
     """A value written on the key's line that is plain text: not quoted, not a block scalar, not a collection."""
     return bool(rest) and rest[:1] not in ("'", '"', "[", "{") and not _BLOCK.match(rest)
