@@ -14,6 +14,7 @@ from orchestrator.errors import OrchestratorError
 
 if TYPE_CHECKING:
     from orchestrator.sandbox.docker import Prewarm
+    from orchestrator.workflow.planner_bench import SelectionBench
 
 app = typer.Typer(no_args_is_help=True)
 _PREWARM: dict[str, Prewarm] = {"started": "started", "created": "created", "off": "off"}
@@ -134,36 +135,53 @@ def selection_bench(
     if as_json:
         emit_json(result)
     else:
-        recall = ", ".join(f"@{key} {value}" for key, value in result.recall_at.items())
-        kinds = "; ".join(f"{kind} @10 {values.get('10', 0.0)}" for kind, values in result.by_kind.items())
-        typer.echo(
-            f"{result.goals} goals over {result.skills} skills: recall {recall} ({kinds}); planner prompt max "
-            f"{result.planner_prompt_tokens_max} tokens; index {result.index_ms} ms (cached {result.index_ms_cached}"
-            f" ms, +{result.index_memory_mb} MB), query median {result.query_ms_median} ms "
-            f"({result.query_cpu_ms_median} ms CPU"
-            + (
-                f"; {result.translated_goals} goals translated, +{result.translation_cpu_ms_per_goal} ms CPU each"
-                if result.translated_goals
-                else ""
-            )
-            + "); "
-            f"ranking {'lexical + semantic' if result.semantic else 'lexical only'}"
+        _print_selection(result)
+
+
+def _print_selection(result: SelectionBench) -> None:
+    """The bench's figures as lines for a person (``--json`` prints all of them)."""
+    recall = ", ".join(f"@{key} {value}" for key, value in result.recall_at.items())
+    kinds = "; ".join(f"{kind} @10 {values.get('10', 0.0)}" for kind, values in result.by_kind.items())
+    typer.echo(
+        f"{result.goals} goals over {result.skills} skills: recall {recall} ({kinds}); planner prompt max "
+        f"{result.planner_prompt_tokens_max} tokens; index {result.index_ms} ms (cached {result.index_ms_cached}"
+        f" ms, +{result.index_memory_mb} MB), query median {result.query_ms_median} ms "
+        f"({result.query_cpu_ms_median} ms CPU"
+        + (
+            f"; {result.translated_goals} goals translated, +{result.translation_cpu_ms_per_goal} ms CPU each"
+            if result.translated_goals
+            else ""
         )
-        if result.restated is not None:
-            restated = result.restated
-            recall = ", ".join(f"@{key} {value}" for key, value in restated.recall_at.items())
-            kinds = "; ".join(f"{kind} @10 {values.get('10', 0.0)}" for kind, values in restated.by_kind.items())
-            typer.echo(
-                f"restated by {restated.model} ({restated.restated_goals} goals): recall {recall} ({kinds})"
+        + "); "
+        f"ranking {'lexical + semantic' if result.semantic else 'lexical only'}"
+    )
+    if result.unlisted_expected or result.unpickable_expected:
+        typer.echo(
+            "expected skills the ranking cannot offer: "
+            + "; ".join(
+                f"{label}: {', '.join(ids)}"
+                for label, ids in (
+                    ("not listed (SKILL.md unreadable)", result.unlisted_expected),
+                    ("asking not to be picked (offered only when a goal names them)", result.unpickable_expected),
+                )
+                if ids
             )
-        if result.planned is not None:
-            planned = result.planned
-            typer.echo(
-                f"planned by {planned.model}: recall {planned.recall}; over-loading {planned.overloading} on "
-                f"{planned.no_skill_goals} goals that need no skill ({planned.skills_per_no_skill_goal} skills "
-                f"each); {planned.answered_without_skills} answered without skills, {planned.no_fit} no fit, "
-                f"{planned.plan_errors} without a usable plan"
-            )
+        )
+    if result.restated is not None:
+        restated = result.restated
+        recall = ", ".join(f"@{key} {value}" for key, value in restated.recall_at.items())
+        kinds = "; ".join(f"{kind} @10 {values.get('10', 0.0)}" for kind, values in restated.by_kind.items())
+        typer.echo(
+            f"restated by {restated.model} ({restated.restated_goals} goals): recall {recall} ({kinds})"
+        )
+    if result.planned is not None:
+        planned = result.planned
+        typer.echo(
+            f"planned by {planned.model}: recall {planned.recall}; over-loading {planned.overloading} on "
+            f"{planned.no_skill_goals} goals that need no skill ({planned.skills_per_no_skill_goal} skills "
+            f"each); {planned.answered_without_skills} answered without skills, {planned.no_fit} no fit, "
+            f"{planned.plan_errors} without a usable plan"
+        )
 
 
 @app.command(

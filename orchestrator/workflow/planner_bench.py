@@ -122,6 +122,9 @@ class SelectionBench(BaseModel):
     unlisted_expected: list[str] = []
     """Expected skills that are in the folder but not listed (a SKILL.md without a readable name and description):
     no ranking can find them, so their goals count as misses unless another expected skill is found."""
+    unpickable_expected: list[str] = []
+    """Expected skills that ask not to be picked by a model (``disable-model-invocation: true``): only a goal that
+    names them puts them on the shortlist, so other goals expecting only them count as misses."""
     restated: RestatedSelection | None = None
     """With a model and ``selection.restate`` on a library retrieval cuts: the same recall with every goal restated
     by the model first."""
@@ -208,6 +211,7 @@ def bench_selection(
     l1 = [s for s in listing if s.usable_at_l1]
     invocable = model_invocable(l1)
     unlisted = _unlisted_expected(goals, listing)
+    unpickable = sorted({s.id for s in l1 if s.disable_model_invocation} & {i for g in goals for i in g.expect})
     memory_before = rss_mb()
     with tempfile.TemporaryDirectory(prefix="orch-bench-") as cache_dir:
         started, cpu_started, translation_started = time.perf_counter(), time.process_time(), translation.cpu_seconds()
@@ -273,6 +277,7 @@ def bench_selection(
         index_translation_cpu_ms=index_translation_cpu_ms,
         misses_at_10=misses,
         unlisted_expected=unlisted,
+        unpickable_expected=unpickable,
         restated=restated,
         planned=planned,
     )

@@ -165,6 +165,26 @@ def test_a_goal_whose_skill_is_on_disk_but_not_listed_counts_as_a_miss_and_a_typ
     assert proc.returncode == 1 and "unknown skill ids ['upload-debri']" in proc.stdout
 
 
+def test_a_skill_that_asks_not_to_be_picked_is_found_only_when_named_and_the_bench_says_so(skills_root, tmp_path):
+    shy = skills_root / "quarterly-slides"
+    shy.mkdir()
+    (shy / "SKILL.md").write_text(
+        "---\nname: quarterly-slides\ndescription: Turn quarterly numbers into a slide deck.\n"
+        "disable-model-invocation: true\n---\nSteps.\n"
+    )
+    goals = tmp_path / "g.jsonl"
+    goals.write_text(
+        '{"goal": "turn the quarterly numbers into slides", "expect": ["quarterly-slides"]}\n'
+        '{"goal": "use the quarterly-slides skill on these numbers", "expect": ["quarterly-slides"]}\n'
+    )
+    proc = _bench_selection(skills_root, goals)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    result = json.loads(proc.stdout)
+    assert result["unpickable_expected"] == ["quarterly-slides"]
+    assert result["recall_at"]["10"] == 0.5
+    assert [m["goal"] for m in result["misses_at_10"]] == ["turn the quarterly numbers into slides"]
+
+
 def test_bench_selection_names_the_bad_goal_line(skills_root, tmp_path):
     goals = tmp_path / "g.jsonl"
     goals.write_text('{"goal": "ok", "expect": []}\n{"expect": []}\n')
