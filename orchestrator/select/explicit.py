@@ -1,7 +1,21 @@
-"""Explicit invocation: a goal that names a skill (``$skill-name`` or "use the X skill") always gets it.
+"""Explicit invocation: a goal that names a skill always gets it.
 
-A name matches a skill's ``name`` or its id, case-insensitively; when several skills share a name, all of them are
-invoked (the planner orders or drops among them, but cannot lose them: see :mod:`orchestrator.workflow.plan`).
+A goal names a skill in any of the ways people were seen to write it:
+
+- ``$skill-name`` anywhere, or ``/skill-name`` at the start of the goal (a slash command);
+- "use the X skill", "usa la skill X", "X スキル", "X 技能", "X 스킬": the name beside the word *skill* ("the X
+  skill" without a verb of use only for a name that reads as an identifier, below: "my research skill" names
+  nothing);
+- "use X to ...", "run X on ...", "usa X per ...", "nutze X": a verb of use before a name that reads as an
+  identifier (a hyphen, an underscore, a dot or a digit inside it, as in ``spark-video-director``), or before a
+  plain word that is a skill's name and that at most :data:`RARE_NAME_MENTIONS` other skills' descriptions use
+  ("use himalaya to ..."), so that "use python to ..." does not name a skill called ``python``;
+- in Chinese or Japanese text, a Latin name after 用 or 使用, or before で or を使 ("Nexusで", "用 luban-cli"), on the
+  same terms as after a verb of use.
+
+Only names of skills in the library count (unknown ones are ignored). A name matches a skill's ``name`` or its id,
+case-insensitively; when several skills share a name, all of them are invoked (the planner orders or drops among
+them, but cannot lose them: see :mod:`orchestrator.workflow.plan`).
 """
 
 from __future__ import annotations
@@ -11,19 +25,56 @@ from collections.abc import Iterable
 
 from orchestrator.skills.parsed import SkillSummary
 
-_DOLLAR = re.compile(r"(?<![\w$])\$([A-Za-z0-9][A-Za-z0-9_./:-]*)")
-_USE_THE = re.compile(
-    r"\b(?:use|using|with|via|run|apply|invoke)\s+(?:the\s+|my\s+|our\s+)?[`\"'“]?"
-    r"([A-Za-z0-9][A-Za-z0-9_./:-]*)[`\"'”]?\s+skill\b",
-    re.IGNORECASE,
+_NAME = r"[A-Za-z0-9][A-Za-z0-9_./:-]*"
+_OPEN = r"[`\"'“‘]?"
+_CLOSE = r"[`\"'”’]?"
+#: A name that reads as an identifier: something joins or numbers its parts.
+_IDENTIFIER = r"[A-Za-z0-9]+(?:[_.-][A-Za-z0-9]+)+|[A-Za-z]+[0-9][A-Za-z0-9]*"
+_CJK_SKILL_WORD = r"(?:スキル|技能|스킬)"
+_CJK_USE = r"(?:用|使用|调用)"
+_CJK_WITH = r"(?:で|を使)"
+_ARTICLE_SKILL = r"(?:(?:the|la|el|il|lo|le|a|o|der|den|die|das|une?|uma?)\s+)?skill\b"
+_USE_VERB = (
+    r"\b(?:use|using|run|invoke|apply|usa|usar|usando|utiliza|utilizar|utilise|utilisez|utiliser|nutze|nutz|"
+    r"benutze|verwende)"
+)
+_SKILL_BEFORE_NAME = rf"(?:{_USE_VERB}\s+{_ARTICLE_SKILL}|{_CJK_SKILL_WORD})"
+_ARTICLE = r"(?:(?:the|my|our|la|el|le|il|lo|a|o|den|die|das|dem)\s+)?"
+_NOT_AFTER_NAME_CHAR = r"(?<![A-Za-z0-9_/.$-])"
+#: Other skills whose description may use a plain word for it still to name a skill after a verb of use.
+RARE_NAME_MENTIONS = 1
+_PLAIN = r"[A-Za-z][A-Za-z0-9]*"
+_PLAIN_AFTER_USE = (
+    re.compile(
+        rf"{_USE_VERB}\s+{_ARTICLE}{_OPEN}({_PLAIN}){_CLOSE}\s+(?:to|on|for|and|so|with|per|para|pour|um|zu)\b",
+        re.IGNORECASE,
+    ),
+    re.compile(rf"{_CJK_USE}\s*{_OPEN}({_PLAIN}){_CLOSE}(?![A-Za-z0-9_/-])"),
+    re.compile(rf"{_NOT_AFTER_NAME_CHAR}{_OPEN}({_PLAIN}){_CLOSE}\s*{_CJK_WITH}"),
+)
+
+_PATTERNS = (
+    re.compile(rf"(?<![\w$])\$({_NAME})"),
+    re.compile(rf"^\s*/({_NAME})"),
+    re.compile(
+        rf"\b(?:use|using|with|via|run|apply|invoke)\s+(?:the\s+|my\s+|our\s+)?{_OPEN}({_NAME}){_CLOSE}\s+skill\b",
+        re.IGNORECASE,
+    ),
+    re.compile(rf"{_NOT_AFTER_NAME_CHAR}{_OPEN}({_IDENTIFIER}){_CLOSE}\s+skills?\b", re.IGNORECASE),
+    re.compile(rf"{_NOT_AFTER_NAME_CHAR}{_OPEN}({_NAME}){_CLOSE}\s*{_CJK_SKILL_WORD}"),
+    re.compile(rf"{_SKILL_BEFORE_NAME}\s*[:：]?\s*{_OPEN}({_NAME}){_CLOSE}", re.IGNORECASE),
+    re.compile(rf"{_USE_VERB}\s+{_ARTICLE}{_OPEN}({_IDENTIFIER}){_CLOSE}(?![A-Za-z0-9_/-])", re.IGNORECASE),
+    re.compile(rf"{_CJK_USE}\s*{_OPEN}({_IDENTIFIER}){_CLOSE}(?![A-Za-z0-9_/-])"),
+    re.compile(rf"{_NOT_AFTER_NAME_CHAR}{_OPEN}({_IDENTIFIER}){_CLOSE}\s*{_CJK_WITH}"),
 )
 
 
 def named_in(goal: str) -> list[str]:
-    """The skill names or ids a goal names explicitly, in the order they appear (trailing punctuation dropped)."""
+    """The skill names or ids a goal may name, in the order they appear (trailing punctuation dropped); which of
+    them are skills is for :func:`explicit_skills` to say."""
     found: list[tuple[int, str]] = []
-    for pattern in (_DOLLAR, _USE_THE):
-        found += [(m.start(), m.group(1).rstrip(".,:;/")) for m in pattern.finditer(goal)]
+    for pattern in _PATTERNS:
+        found += [(m.start(1), m.group(1).rstrip(".,:;/")) for m in pattern.finditer(goal)]
     names: list[str] = []
     for _, name in sorted(found):
         if name and name.lower() not in (n.lower() for n in names):
@@ -33,13 +84,22 @@ def named_in(goal: str) -> list[str]:
 
 def explicit_skills(goal: str, skills: Iterable[SkillSummary]) -> list[str]:
     """Ids of every skill the goal names, by ``name`` or by id; unknown names are ignored."""
-    wanted = [n.lower() for n in named_in(goal)]
-    if not wanted:
-        return []
-    ids: list[str] = []
     pool = list(skills)
+    wanted = [n.lower() for n in named_in(goal)]
+    plain = [m.group(1).lower() for pattern in _PLAIN_AFTER_USE for m in pattern.finditer(goal)]
+    wanted += [w for w in plain if _rare_name(w, pool)]
+    ids: list[str] = []
     for name in wanted:
         for s in pool:
             if name in ((s.name or "").lower(), s.id.lower()) and s.id not in ids:
                 ids.append(s.id)
     return ids
+
+
+def _rare_name(word: str, pool: list[SkillSummary]) -> bool:
+    """Whether ``word`` is a skill's name that few other skills' descriptions use (a brand, not a common word)."""
+    if not any((s.name or "").lower() == word for s in pool):
+        return False
+    pattern = re.compile(rf"\b{re.escape(word)}\b", re.IGNORECASE)
+    mentions = sum(1 for s in pool if (s.name or "").lower() != word and pattern.search(s.description or ""))
+    return mentions <= RARE_NAME_MENTIONS

@@ -1,0 +1,68 @@
+"""A goal that names a skill gets it, in the ways people write a name: beside a verb of use, as a slash command,
+beside the word "skill" in several languages, and inside Chinese or Japanese text."""
+
+from __future__ import annotations
+
+import pytest
+
+from orchestrator.select.explicit import explicit_skills, named_in
+from orchestrator.skills.parsed import SkillSummary
+
+
+def _skill(name: str, description: str = "Does things.") -> SkillSummary:
+    return SkillSummary(id=f"owner/{name}", name=name, description=description, path="/x")
+
+
+@pytest.mark.parametrize(
+    ("goal", "names"),
+    [
+        ("use spark-video-director to turn scene 3 into a storyboard", ["spark-video-director"]),
+        ("run the dual-axis-skill-reviewer on the skills/ folder", ["dual-axis-skill-reviewer"]),
+        ("use xai-plus: ask grok about this chart", ["xai-plus"]),
+        ("/gridclash join the next battle", ["gridclash"]),
+        ("/stp このDB移行をステップに分けて", ["stp"]),
+        ("usa la skill openclaw-russian, voglio la verità", ["openclaw-russian"]),
+        ("usa a skill trains: proximas partidas", ["trains"]),
+        ("usa bun-test-coverage: quiero que el CI falle", ["bun-test-coverage"]),
+        ("minimax-mcp 스킬로 오늘 뉴스 좀 찾아줘", ["minimax-mcp"]),
+        ("用 zhihu-assistant 抓一下今天的热榜", ["zhihu-assistant"]),
+        ("用luban-cli提交一个训练任务", ["luban-cli"]),
+        ("project-kickoff-bootstrapper で CLAUDE.md を作って", ["project-kickoff-bootstrapper"]),
+        ("please use gstd-a2a to get an API key", ["gstd-a2a"]),
+    ],
+)
+def test_a_name_beside_a_verb_of_use_a_slash_or_the_word_skill_is_read_as_named(goal, names):
+    assert named_in(goal) == names
+
+
+@pytest.mark.parametrize(
+    "goal",
+    [
+        "improve my research skill before the interview",
+        "find a skill that handles invoices",
+        "the files live in /tmp and under docs/setup-guide.md",
+        "we use e-mail a lot",
+        "use python to add up these numbers",
+    ],
+)
+def test_ordinary_words_near_skill_or_use_name_no_skill(goal):
+    skills = [_skill("research"), _skill("that"), _skill("tmp"), _skill("python"), _skill("setup-guide.md")]
+    skills += [_skill(f"py-{n}", "Python helpers for data.") for n in range(3)]
+    assert explicit_skills(goal, skills) == []
+
+
+def test_a_plain_word_names_a_skill_only_when_few_other_skills_use_it():
+    skills = [_skill("himalaya", "Read mail from the terminal."), _skill("sqlite", "Query SQLite databases.")]
+    skills += [_skill(f"db-{n}", "Store rows in SQLite.") for n in range(2)]
+    assert explicit_skills("use himalaya to show me unread mail", skills) == ["owner/himalaya"]
+    assert explicit_skills("Himalayaで未読メールを見せて", skills) == ["owner/himalaya"]
+    # "sqlite" is a tool two other skills work with: using it names no skill.
+    assert explicit_skills("个人知识库用sqlite存，字段老在变", skills) == []
+    assert explicit_skills("use sqlite to store the notes", skills) == []
+    assert explicit_skills("use the sqlite skill to store the notes", skills) == ["owner/sqlite"]
+
+
+def test_an_identifier_after_a_verb_of_use_names_a_skill_even_when_other_skills_mention_it():
+    skills = [_skill("check-tools", "Validate tool installations.")]
+    skills += [_skill(f"env-{n}", "Like check-tools, but for other stacks.") for n in range(4)]
+    assert explicit_skills("use check-tools on this new laptop", skills) == ["owner/check-tools"]
