@@ -13,6 +13,8 @@ A goal names a skill in any of the ways people were seen to write it:
 - in Chinese or Japanese text, a Latin name after 用 or 使用, or before で or を使 ("Nexusで", "用 luban-cli"), on the
   same terms as after a verb of use.
 
+A name the goal says not to use ("don't use X", "without X", "不要用 X") names nothing. A skill that asks not to be
+picked (``disable-model-invocation: true``) is named only by the first two kinds, which can mean nothing else.
 Only names of skills in the library count (unknown ones are ignored). A name matches a skill's ``name`` or its id,
 case-insensitively; when several skills share a name, all of them are invoked (the planner orders or drops among
 them, but cannot lose them: see :mod:`orchestrator.workflow.plan`).
@@ -53,7 +55,8 @@ _PLAIN_AFTER_USE = (
     re.compile(rf"{_NOT_AFTER_NAME_CHAR}{_OPEN}({_PLAIN}){_CLOSE}\s*{_CJK_WITH}"),
 )
 
-_PATTERNS = (
+#: Forms that can only mean the skill ($name, a slash command, the name beside the word "skill").
+_NAMED = (
     re.compile(rf"(?<![\w$])\$({_NAME})"),
     re.compile(rf"^\s*/({_NAME})"),
     re.compile(
@@ -63,36 +66,61 @@ _PATTERNS = (
     re.compile(rf"{_NOT_AFTER_NAME_CHAR}{_OPEN}({_IDENTIFIER}){_CLOSE}\s+skills?\b", re.IGNORECASE),
     re.compile(rf"{_NOT_AFTER_NAME_CHAR}{_OPEN}({_NAME}){_CLOSE}\s*{_CJK_SKILL_WORD}"),
     re.compile(rf"{_SKILL_BEFORE_NAME}\s*[:：]?\s*{_OPEN}({_NAME}){_CLOSE}", re.IGNORECASE),
+)
+#: Forms that name a tool the goal uses, which is a skill when the library has one by that name.
+_USED = (
     re.compile(rf"{_USE_VERB}\s+{_ARTICLE}{_OPEN}({_IDENTIFIER}){_CLOSE}(?![A-Za-z0-9_/-])", re.IGNORECASE),
     re.compile(rf"{_CJK_USE}\s*{_OPEN}({_IDENTIFIER}){_CLOSE}(?![A-Za-z0-9_/-])"),
     re.compile(rf"{_NOT_AFTER_NAME_CHAR}{_OPEN}({_IDENTIFIER}){_CLOSE}\s*{_CJK_WITH}"),
 )
+#: A name right after one of these (at most two words between) is one the goal says not to use.
+_NEGATED = re.compile(
+    r"(?:\b(?:don'?t|do\s+not|never|not|without|instead\s+of|rather\s+than|avoid|skip|sin|sans|ohne|nicht|senza|"
+    r"sem|n[aã]o|kein\w*)\b|不要|别|別|不用|無しで|なしで)\W*(?:\w+\W+){0,2}$",
+    re.IGNORECASE,
+)
 
 
-def named_in(goal: str) -> list[str]:
-    """The skill names or ids a goal may name, in the order they appear (trailing punctuation dropped); which of
-    them are skills is for :func:`explicit_skills` to say."""
-    found: list[tuple[int, str]] = []
-    for pattern in _PATTERNS:
-        found += [(m.start(1), m.group(1).rstrip(".,:;/")) for m in pattern.finditer(goal)]
+def _found(goal: str, patterns: Iterable[re.Pattern[str]]) -> list[tuple[int, str]]:
+    """``(position, name)`` of each match that the goal does not say to avoid (trailing punctuation dropped)."""
+    found = []
+    for pattern in patterns:
+        for m in pattern.finditer(goal):
+            name = m.group(1).rstrip(".,:;/")
+            if name and not _NEGATED.search(goal[max(0, m.start(1) - 40) : m.start(1)]):
+                found.append((m.start(1), name))
+    return found
+
+
+def _distinct(found: list[tuple[int, str]]) -> list[str]:
     names: list[str] = []
     for _, name in sorted(found):
-        if name and name.lower() not in (n.lower() for n in names):
+        if name.lower() not in (n.lower() for n in names):
             names.append(name)
     return names
 
 
+def named_in(goal: str) -> list[str]:
+    """The skill names or ids a goal may name, in the order they appear; which of them are skills is for
+    :func:`explicit_skills` to say."""
+    return _distinct(_found(goal, _NAMED) + _found(goal, _USED))
+
+
 def explicit_skills(goal: str, skills: Iterable[SkillSummary]) -> list[str]:
-    """Ids of every skill the goal names, by ``name`` or by id; unknown names are ignored."""
+    """Ids of every skill the goal names, by ``name`` or by id; unknown names are ignored. A skill that asks not to
+    be picked (``disable-model-invocation``) counts only in the forms that can mean nothing else (``$name``, a slash
+    command, the name beside the word "skill"), never from "use X to ..."."""
     pool = list(skills)
-    wanted = [n.lower() for n in named_in(goal)]
-    plain = [m.group(1).lower() for pattern in _PLAIN_AFTER_USE for m in pattern.finditer(goal)]
-    wanted += [w for w in plain if _rare_name(w, pool)]
+    named = [n.lower() for n in _distinct(_found(goal, _NAMED))]
+    used = [n.lower() for n in _distinct(_found(goal, _USED))]
+    used += [w.lower() for _, w in _found(goal, _PLAIN_AFTER_USE) if _rare_name(w.lower(), pool)]
     ids: list[str] = []
-    for name in wanted:
-        for s in pool:
-            if name in ((s.name or "").lower(), s.id.lower()) and s.id not in ids:
-                ids.append(s.id)
+    for names, shy_too in ((named, True), (used, False)):
+        for name in names:
+            for s in pool:
+                matches = name in ((s.name or "").lower(), s.id.lower())
+                if matches and s.id not in ids and (shy_too or not s.disable_model_invocation):
+                    ids.append(s.id)
     return ids
 
 

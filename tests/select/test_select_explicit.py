@@ -66,3 +66,27 @@ def test_an_identifier_after_a_verb_of_use_names_a_skill_even_when_other_skills_
     skills = [_skill("check-tools", "Validate tool installations.")]
     skills += [_skill(f"env-{n}", "Like check-tools, but for other stacks.") for n in range(4)]
     assert explicit_skills("use check-tools on this new laptop", skills) == ["owner/check-tools"]
+
+
+@pytest.mark.parametrize(
+    "goal",
+    [
+        "don't use danger-deploy, just check the build",
+        "check the build without $danger-deploy",
+        "do not run the danger-deploy skill today",
+        "不要用 danger-deploy，先检查构建",
+    ],
+)
+def test_a_name_the_goal_says_not_to_use_names_nothing(goal):
+    assert explicit_skills(goal, [_skill("danger-deploy")]) == []
+
+
+def test_a_skill_that_asks_not_to_be_picked_is_named_only_in_the_forms_that_mean_nothing_else():
+    shy = SkillSummary(
+        id="owner/danger-deploy", name="danger-deploy", description="Deploys.", path="/x", disable_model_invocation=True
+    )
+    assert explicit_skills("use danger-deploy to ship the build", [shy]) == []
+    assert explicit_skills("用 danger-deploy 发布", [shy]) == []
+    assert explicit_skills("$danger-deploy ship the build", [shy]) == ["owner/danger-deploy"]
+    assert explicit_skills("/danger-deploy ship it", [shy]) == ["owner/danger-deploy"]
+    assert explicit_skills("use the danger-deploy skill to ship the build", [shy]) == ["owner/danger-deploy"]
