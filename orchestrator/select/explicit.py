@@ -34,13 +34,17 @@ _CLOSE = r"[`\"'”’]?"
 _IDENTIFIER = r"[A-Za-z0-9]+(?:[_.-][A-Za-z0-9]+)+|[A-Za-z]+[0-9][A-Za-z0-9]*"
 _CJK_SKILL_WORD = r"(?:スキル|技能|스킬)"
 _CJK_USE = r"(?:用|使用|调用)"
-_CJK_WITH = r"(?:で|を使)"
+#: "を使わないで" is "without using": not a way of naming.
+_CJK_WITH = r"(?:で|を使(?!わ))"
 _ARTICLE_SKILL = r"(?:(?:the|la|el|il|lo|le|a|o|der|den|die|das|une?|uma?)\s+)?skill\b"
 _USE_VERB = (
     r"\b(?:use|using|run|invoke|apply|usa|usar|usando|utiliza|utilizar|utilise|utilisez|utiliser|nutze|nutz|"
     r"benutze|verwende)"
 )
 _SKILL_BEFORE_NAME = rf"(?:{_USE_VERB}\s+{_ARTICLE_SKILL}|{_CJK_SKILL_WORD})"
+#: Not inside a name. A match may start only where a name can start, so that no two tries read the same
+#: characters (a long run of "a:a:a:..." would be read from each colon again, taking time quadratic in its length).
+_NOT_INSIDE_NAME = r"(?<![A-Za-z0-9_/.:$-])"
 _ARTICLE = r"(?:(?:the|my|our|la|el|le|il|lo|a|o|den|die|das|dem)\s+)?"
 _NOT_AFTER_NAME_CHAR = r"(?<![A-Za-z0-9_/.$-])"
 #: Other skills whose description may use a plain word for it still to name a skill after a verb of use.
@@ -64,8 +68,9 @@ _NAMED = (
         re.IGNORECASE,
     ),
     re.compile(rf"{_NOT_AFTER_NAME_CHAR}{_OPEN}({_IDENTIFIER}){_CLOSE}\s+skills?\b", re.IGNORECASE),
-    re.compile(rf"{_NOT_AFTER_NAME_CHAR}{_OPEN}({_NAME}){_CLOSE}\s*{_CJK_SKILL_WORD}"),
-    re.compile(rf"{_SKILL_BEFORE_NAME}\s*[:：]?\s*{_OPEN}({_NAME}){_CLOSE}", re.IGNORECASE),
+    re.compile(rf"{_NOT_INSIDE_NAME}{_OPEN}({_NAME}){_CLOSE}\s*{_CJK_SKILL_WORD}"),
+    # One run of spaces, not two in a row: "\\s*:?\\s*" splits a long run of spaces in quadratically many ways.
+    re.compile(rf"{_SKILL_BEFORE_NAME}\s*(?:[:：]\s*)?{_OPEN}({_NAME}){_CLOSE}", re.IGNORECASE),
 )
 #: Forms that name a tool the goal uses, which is a skill when the library has one by that name.
 _USED = (
@@ -75,8 +80,8 @@ _USED = (
 )
 #: A name right after one of these (at most two words between) is one the goal says not to use.
 _NEGATED = re.compile(
-    r"(?:\b(?:don'?t|do\s+not|never|not|without|instead\s+of|rather\s+than|avoid|skip|sin|sans|ohne|nicht|senza|"
-    r"sem|n[aã]o|kein\w*)\b|不要|别|別|不用|無しで|なしで)\W*(?:\w+\W+){0,2}$",
+    r"(?:\b(?:\w+n['’]t|dont|do\s+not|never|not|without|instead\s+of|rather\s+than|avoid|skip|sin|sans|ohne|nicht|senza|"
+    r"sem|n[aã]o|kein\w*)\b|不要|别|別|不用|不使用|禁止|勿|無しで|なしで)\W*(?:\w+\W+){0,2}$",
     re.IGNORECASE,
 )
 
@@ -87,17 +92,17 @@ def _found(goal: str, patterns: Iterable[re.Pattern[str]]) -> list[tuple[int, st
     for pattern in patterns:
         for m in pattern.finditer(goal):
             name = m.group(1).rstrip(".,:;/")
-            if name and not _NEGATED.search(goal[max(0, m.start(1) - 40) : m.start(1)]):
+            # Case-insensitive matching lets a look-alike through ("\u212a", the Kelvin sign, for "k"): names are ASCII.
+            if name and name.isascii() and not _NEGATED.search(goal[max(0, m.start(1) - 40) : m.start(1)]):
                 found.append((m.start(1), name))
     return found
 
 
 def _distinct(found: list[tuple[int, str]]) -> list[str]:
-    names: list[str] = []
+    names: dict[str, str] = {}
     for _, name in sorted(found):
-        if name.lower() not in (n.lower() for n in names):
-            names.append(name)
-    return names
+        names.setdefault(name.lower(), name)
+    return list(names.values())
 
 
 def named_in(goal: str) -> list[str]:
@@ -111,23 +116,31 @@ def explicit_skills(goal: str, skills: Iterable[SkillSummary]) -> list[str]:
     be picked (``disable-model-invocation``) counts only in the forms that can mean nothing else (``$name``, a slash
     command, the name beside the word "skill"), never from "use X to ..."."""
     pool = list(skills)
+    by_name: dict[str, list[SkillSummary]] = {}
+    for s in pool:
+        for key in {(s.name or "").lower(), s.id.lower()}:
+            by_name.setdefault(key, []).append(s)
     named = [n.lower() for n in _distinct(_found(goal, _NAMED))]
     used = [n.lower() for n in _distinct(_found(goal, _USED))]
-    used += [w.lower() for _, w in _found(goal, _PLAIN_AFTER_USE) if _rare_name(w.lower(), pool)]
-    ids: list[str] = []
+    plain = [w.lower() for w in _distinct(_found(goal, _PLAIN_AFTER_USE))]
+    rare = _rare_names(plain, pool)
+    used += [w for w in plain if w in rare]
+    ids: dict[str, None] = {}
     for names, shy_too in ((named, True), (used, False)):
         for name in names:
-            for s in pool:
-                matches = name in ((s.name or "").lower(), s.id.lower())
-                if matches and s.id not in ids and (shy_too or not s.disable_model_invocation):
-                    ids.append(s.id)
-    return ids
+            for s in by_name.get(name, []):
+                if shy_too or not s.disable_model_invocation:
+                    ids.setdefault(s.id)
+    return list(ids)
 
 
-def _rare_name(word: str, pool: list[SkillSummary]) -> bool:
-    """Whether ``word`` is a skill's name that few other skills' descriptions use (a brand, not a common word)."""
-    if not any((s.name or "").lower() == word for s in pool):
-        return False
-    pattern = re.compile(rf"\b{re.escape(word)}\b", re.IGNORECASE)
-    mentions = sum(1 for s in pool if (s.name or "").lower() != word and pattern.search(s.description or ""))
-    return mentions <= RARE_NAME_MENTIONS
+def _rare_names(words: list[str], pool: list[SkillSummary]) -> set[str]:
+    """Those of ``words`` (lower case) that are a skill's name and that few other skills' descriptions use (a brand,
+    not a common word). The descriptions are read once, however many words the goal has."""
+    wanted = set(words) & {(s.name or "").lower() for s in pool}
+    mentions = dict.fromkeys(wanted, 0)
+    for s in pool if wanted else ():
+        own = (s.name or "").lower()
+        for word in wanted & set(re.findall(r"\w+", (s.description or "").lower())):
+            mentions[word] += word != own
+    return {word for word, n in mentions.items() if n <= RARE_NAME_MENTIONS}

@@ -3,6 +3,8 @@ beside the word "skill" in several languages, and inside Chinese or Japanese tex
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from orchestrator.select.explicit import explicit_skills, named_in
@@ -75,6 +77,10 @@ def test_an_identifier_after_a_verb_of_use_names_a_skill_even_when_other_skills_
         "check the build without $danger-deploy",
         "do not run the danger-deploy skill today",
         "不要用 danger-deploy，先检查构建",
+        "don’t use danger-deploy, just check the build",
+        "you shouldn't run the danger-deploy skill today",
+        "不使用 danger-deploy，先检查构建",
+        "danger-deployを使わないでビルドだけ確認して",
     ],
 )
 def test_a_name_the_goal_says_not_to_use_names_nothing(goal):
@@ -90,3 +96,44 @@ def test_a_skill_that_asks_not_to_be_picked_is_named_only_in_the_forms_that_mean
     assert explicit_skills("$danger-deploy ship the build", [shy]) == ["owner/danger-deploy"]
     assert explicit_skills("/danger-deploy ship it", [shy]) == ["owner/danger-deploy"]
     assert explicit_skills("use the danger-deploy skill to ship the build", [shy]) == ["owner/danger-deploy"]
+
+
+def _shy(name: str) -> SkillSummary:
+    return SkillSummary(id=f"owner/{name}", name=name, description="Does.", path="/x", disable_model_invocation=True)
+
+
+def test_a_name_is_written_in_ascii_so_a_look_alike_letter_names_nothing():
+    # "\u212a" is the Kelvin sign, which case-insensitive matching takes for a "k" and lower() turns into one.
+    assert explicit_skills("use the \u212aubectl skill on the cluster", [_shy("kubectl")]) == []
+    assert explicit_skills("use the kubectl skill on the cluster", [_shy("kubectl")]) == ["owner/kubectl"]
+
+
+@pytest.mark.timeout(60)  # a hang guard: before the fix 20,000 characters of these took 0.5 to 4 s, growing as n²
+@pytest.mark.parametrize(
+    "goal",
+    [
+        "a:" * 100_000,
+        "スキル" + " " * 200_000 + "!",
+        "use the skill" + " " * 200_000 + "!",
+        " ".join(f"$n{i}" for i in range(25_000)),
+        "use himalaya to " * 12_500,
+    ],
+    ids=["colons", "spaces-after-skill-word", "spaces-after-use-the-skill", "many-names", "one-name-repeated"],
+)
+def test_a_long_hostile_goal_is_read_in_well_under_a_second(goal):
+    skills = [_skill(f"s{n}", "Does things with himalaya.") for n in range(1000)] + [_skill("himalaya")]
+    started = time.perf_counter()
+    explicit_skills(goal, skills)
+    assert time.perf_counter() - started < 1.0
+
+
+@pytest.mark.timeout(60)
+def test_a_goal_naming_every_skill_of_a_large_library_reads_the_descriptions_once():
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    description = "Does things with " + ", ".join(f"tool{n}" for n in range(40))
+    names = [f"word{letters[n % 26]}{letters[n // 26 % 26]}{letters[n // 676]}" for n in range(1000)]
+    skills = [_skill(name, description) for name in names]
+    goal = " ".join(f"use {s.name} to" for s in skills)
+    started = time.perf_counter()
+    assert len(explicit_skills(goal, skills)) == 1000
+    assert time.perf_counter() - started < 1.0
