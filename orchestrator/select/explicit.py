@@ -2,10 +2,12 @@
 
 A goal names a skill in any of the ways people were seen to write it:
 
-- ``$skill-name`` anywhere, or ``/skill-name`` at the start of the goal (a slash command);
+- ``$skill-name`` anywhere (not ``$HOME`` nor ``$5``: all capitals and digits is a shell variable or a price), or
+  ``/skill-name`` at the start of the goal (a slash command);
 - "use the X skill", "usa la skill X", "X スキル", "X 技能", "X 스킬": the name beside the word *skill* ("the X
-  skill" without a verb of use only for a name that reads as an identifier, below: "my research skill" names
-  nothing);
+  skill" without a verb of use, and "X スキル", only for a name that reads as an identifier, below, or a plain word
+  on the same terms as after a verb of use: "my research skill", "my problem-solving skill", "front-end skills" and
+  "python 技能" name nothing);
 - "use X to ...", "run X on ...", "usa X per ...", "nutze X": a verb of use before a name that reads as an
   identifier (a hyphen, an underscore, a dot or a digit inside it, as in ``spark-video-director``), or before a
   plain word that is a skill's name and that at most :data:`RARE_NAME_MENTIONS` other skills' descriptions use
@@ -13,7 +15,8 @@ A goal names a skill in any of the ways people were seen to write it:
 - in Chinese or Japanese text, a Latin name after 用 or 使用, or before で or を使 ("Nexusで", "用 luban-cli"), on the
   same terms as after a verb of use.
 
-A name the goal says not to use ("don't use X", "without X", "不要用 X") names nothing. A skill that asks not to be
+A name the goal says not to use ("don't use X", "without X", "不要用 X", "Xを使わないで", "X 스킬은 쓰지 마") names
+nothing. A skill that asks not to be
 picked (``disable-model-invocation: true``) is named only by the first two kinds, which can mean nothing else.
 Only names of skills in the library count (unknown ones are ignored). A name matches a skill's ``name`` or its id,
 case-insensitively; when several skills share a name, all of them are invoked (the planner orders or drops among
@@ -33,6 +36,10 @@ _CLOSE = r"[`\"'”’]?"
 #: A name that reads as an identifier: something joins or numbers its parts.
 _IDENTIFIER = r"[A-Za-z0-9]+(?:[_.-][A-Za-z0-9]+)+|[A-Za-z]+[0-9][A-Za-z0-9]*"
 _CJK_SKILL_WORD = r"(?:スキル|技能|스킬)"
+#: The word skill in Japanese, Chinese or Korean, unless what follows says not to use it ("スキルは使わないで").
+_CJK_SKILL_WORD_USED = (
+    rf"{_CJK_SKILL_WORD}(?!\s*(?:[はをも은는을를도]\s*)?(?:使わ|使用しない|使用せず|使うな|不要|别|쓰지|사용하지|안\s*쓰))"
+)
 _CJK_USE = r"(?:用|使用|调用)"
 #: "を使わないで" is "without using": not a way of naming.
 _CJK_WITH = r"(?:で|を使(?!わ))"
@@ -47,6 +54,7 @@ _SKILL_BEFORE_NAME = rf"(?:{_USE_VERB}\s+{_ARTICLE_SKILL}|{_CJK_SKILL_WORD})"
 _NOT_INSIDE_NAME = r"(?<![A-Za-z0-9_/.:$-])"
 _ARTICLE = r"(?:(?:the|my|our|la|el|le|il|lo|a|o|den|die|das|dem)\s+)?"
 _NOT_AFTER_NAME_CHAR = r"(?<![A-Za-z0-9_/.$-])"
+_NOT_AFTER_POSSESSIVE = r"(?<!\bmy\s)(?<!\bour\s)(?<!\byour\s)(?<!\bhis\s)(?<!\bher\s)(?<!\btheir\s)"
 #: Other skills whose description may use a plain word for it still to name a skill after a verb of use.
 RARE_NAME_MENTIONS = 1
 _PLAIN = r"[A-Za-z][A-Za-z0-9]*"
@@ -61,17 +69,24 @@ _PLAIN_AFTER_USE = (
 
 #: Forms that can only mean the skill ($name, a slash command, the name beside the word "skill").
 _NAMED = (
-    re.compile(rf"(?<![\w$])\$({_NAME})"),
+    # All capitals, digits and dots is a shell variable or a price ($HOME, $5.00), not a skill's name.
+    re.compile(rf"(?<![\w$])\$(?![A-Z0-9_.,]+(?![A-Za-z0-9_./:-]))({_NAME})"),
     re.compile(rf"^\s*/({_NAME})"),
     re.compile(
         rf"\b(?:use|using|with|via|run|apply|invoke)\s+(?:the\s+|my\s+|our\s+)?{_OPEN}({_NAME}){_CLOSE}\s+skill\b",
         re.IGNORECASE,
     ),
-    re.compile(rf"{_NOT_AFTER_NAME_CHAR}{_OPEN}({_IDENTIFIER}){_CLOSE}\s+skills?\b", re.IGNORECASE),
-    re.compile(rf"{_NOT_INSIDE_NAME}{_OPEN}({_NAME}){_CLOSE}\s*{_CJK_SKILL_WORD}"),
+    # Not "my problem-solving skill" nor "front-end skills": an ability, not a skill of the library.
+    re.compile(
+        rf"{_NOT_AFTER_NAME_CHAR}{_NOT_AFTER_POSSESSIVE}{_OPEN}({_IDENTIFIER}){_CLOSE}\s+skill\b", re.IGNORECASE
+    ),
+    re.compile(rf"{_NOT_INSIDE_NAME}{_OPEN}({_IDENTIFIER}){_CLOSE}\s*{_CJK_SKILL_WORD_USED}"),
     # One run of spaces, not two in a row: "\\s*:?\\s*" splits a long run of spaces in quadratically many ways.
     re.compile(rf"{_SKILL_BEFORE_NAME}\s*(?:[:：]\s*)?{_OPEN}({_NAME}){_CLOSE}", re.IGNORECASE),
 )
+#: A plain word beside スキル, 技能 or 스킬, which names a skill on the same terms as after a verb of use ("python 技能"
+#: is someone's Python skills).
+_PLAIN_BESIDE_SKILL_WORD = re.compile(rf"{_NOT_AFTER_NAME_CHAR}{_OPEN}({_PLAIN}){_CLOSE}\s*{_CJK_SKILL_WORD_USED}")
 #: Forms that name a tool the goal uses, which is a skill when the library has one by that name.
 _USED = (
     re.compile(rf"{_USE_VERB}\s+{_ARTICLE}{_OPEN}({_IDENTIFIER}){_CLOSE}(?![A-Za-z0-9_/-])", re.IGNORECASE),
@@ -122,8 +137,10 @@ def explicit_skills(goal: str, skills: Iterable[SkillSummary]) -> list[str]:
             by_name.setdefault(key, []).append(s)
     named = [n.lower() for n in _distinct(_found(goal, _NAMED))]
     used = [n.lower() for n in _distinct(_found(goal, _USED))]
+    beside = [w.lower() for w in _distinct(_found(goal, [_PLAIN_BESIDE_SKILL_WORD]))]
     plain = [w.lower() for w in _distinct(_found(goal, _PLAIN_AFTER_USE))]
-    rare = _rare_names(plain, pool)
+    rare = _rare_names(plain + beside, pool)
+    named += [w for w in beside if w in rare]
     used += [w for w in plain if w in rare]
     ids: dict[str, None] = {}
     for names, shy_too in ((named, True), (used, False)):

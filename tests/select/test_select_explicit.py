@@ -115,10 +115,14 @@ def test_a_name_is_written_in_ascii_so_a_look_alike_letter_names_nothing():
         "a:" * 100_000,
         "スキル" + " " * 200_000 + "!",
         "use the skill" + " " * 200_000 + "!",
+        "a1 スキル" + " " * 200_000 + "!",
         " ".join(f"$n{i}" for i in range(25_000)),
         "use himalaya to " * 12_500,
     ],
-    ids=["colons", "spaces-after-skill-word", "spaces-after-use-the-skill", "many-names", "one-name-repeated"],
+    ids=[
+        "colons", "spaces-after-skill-word", "spaces-after-use-the-skill", "spaces-after-name-skill-word", "many-names",
+        "one-name-repeated",
+    ],
 )
 def test_a_long_hostile_goal_is_read_in_well_under_a_second(goal):
     skills = [_skill(f"s{n}", "Does things with himalaya.") for n in range(1000)] + [_skill("himalaya")]
@@ -137,3 +141,29 @@ def test_a_goal_naming_every_skill_of_a_large_library_reads_the_descriptions_onc
     started = time.perf_counter()
     assert len(explicit_skills(goal, skills)) == 1000
     assert time.perf_counter() - started < 1.0
+
+
+@pytest.mark.parametrize(
+    ("goal", "skill"),
+    [
+        ("write a cover letter that highlights my problem-solving skills", "problem-solving"),
+        ("rate each candidate's front-end skills", "front-end"),
+        ("my problem-solving skill is rusty", "problem-solving"),
+        ("提高我的 python 技能", "python"),
+        ("Python スキルを上げたい", "python"),
+        ("echo $DEPLOY in the CI script", "deploy"),
+        ("$HOME is wrong, fix my bashrc", "home"),
+        ("the licence costs $5.", "5"),
+        ("danger-deploy スキルは使わないで", "danger-deploy"),
+        ("danger-deploy 스킬은 쓰지 마", "danger-deploy"),
+    ],
+)
+def test_skills_as_abilities_shell_variables_prices_and_a_skill_word_said_not_to_use_name_nothing(goal, skill):
+    others = [_skill(f"py-{n}", "Python helpers for data.") for n in range(3)]
+    assert explicit_skills(goal, [_shy(skill), *others]) == []
+
+
+def test_a_plain_word_beside_a_cjk_skill_word_names_a_skill_only_when_few_other_skills_use_it():
+    assert explicit_skills("himalaya スキルで未読メールを見せて", [_shy("himalaya")]) == ["owner/himalaya"]
+    assert explicit_skills("minimax-mcp 스킬로 오늘 뉴스 좀 찾아줘", [_shy("minimax-mcp")]) == ["owner/minimax-mcp"]
+    assert explicit_skills("$Himalaya show unread mail", [_shy("himalaya")]) == ["owner/himalaya"]
