@@ -18,14 +18,16 @@ A goal names a skill in any of the ways people were seen to write it:
 A name the goal says not to use ("don't use X", "without X", "不要用 X", "Xを使わないで", "X 스킬은 쓰지 마") names
 nothing. A skill that asks not to be
 picked (``disable-model-invocation: true``) is named only by the first two kinds, which can mean nothing else.
-Only names of skills in the library count (unknown ones are ignored). A name matches a skill's ``name`` or its id,
-case-insensitively; when several skills share a name, all of them are invoked (the planner orders or drops among
-them, but cannot lose them: see :mod:`orchestrator.workflow.plan`).
+Only names of skills in the library count (unknown ones are ignored), and a name is ASCII, not cut short by an
+invisible or a look-alike letter glued to it (``$danger``, a zero-width space, ``-deploy`` does not name ``danger``).
+A name matches a skill's ``name`` or its id, case-insensitively; when several skills share a name, all of them are
+invoked (the planner orders or drops among them, but cannot lose them: see :mod:`orchestrator.workflow.plan`).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 
 from orchestrator.skills.parsed import SkillSummary
@@ -108,9 +110,24 @@ def _found(goal: str, patterns: Iterable[re.Pattern[str]]) -> list[tuple[int, st
         for m in pattern.finditer(goal):
             name = m.group(1).rstrip(".,:;/")
             # Case-insensitive matching lets a look-alike through ("\u212a", the Kelvin sign, for "k"): names are ASCII.
-            if name and name.isascii() and not _NEGATED.search(goal[max(0, m.start(1) - 40) : m.start(1)]):
+            if (
+                name
+                and name.isascii()
+                and not _glued(goal[m.start(1) - 1 : m.start(1)])
+                and not _glued(goal[m.end(1) : m.end(1) + 1])
+                and not _NEGATED.search(goal[max(0, m.start(1) - 40) : m.start(1)])
+            ):
                 found.append((m.start(1), name))
     return found
+
+
+def _glued(char: str) -> bool:
+    """Whether ``char``, next to a name, makes it part of something longer that only looks like a name: an invisible
+    character ("danger\u200b-deploy") or a letter of an alphabet like Latin's ("Сdanger", Cyrillic С). Kana, hangul
+    and Chinese characters are not glued: "Nexusで" is how Japanese writes a name."""
+    if not char:
+        return False
+    return unicodedata.category(char) == "Cf" or (char.isalpha() and not char.isascii() and char < "\u2e80")
 
 
 def _distinct(found: list[tuple[int, str]]) -> list[str]:

@@ -167,3 +167,16 @@ def test_a_plain_word_beside_a_cjk_skill_word_names_a_skill_only_when_few_other_
     assert explicit_skills("himalaya スキルで未読メールを見せて", [_shy("himalaya")]) == ["owner/himalaya"]
     assert explicit_skills("minimax-mcp 스킬로 오늘 뉴스 좀 찾아줘", [_shy("minimax-mcp")]) == ["owner/minimax-mcp"]
     assert explicit_skills("$Himalaya show unread mail", [_shy("himalaya")]) == ["owner/himalaya"]
+
+
+@pytest.mark.parametrize(
+    "goal",
+    [
+        "$danger\u200b-deploy ship the build",  # a zero-width space inside the name
+        "$danger\u00addeploy ship the build",  # a soft hyphen
+        "$dangerдеплой ship the build",  # the name runs on in Cyrillic
+        "Сdanger スキルで出荷して",  # a Cyrillic С glued in front
+    ],
+)
+def test_a_name_cut_short_by_an_invisible_or_look_alike_character_names_nothing(goal):
+    assert explicit_skills(goal, [_shy("danger")]) == []
