@@ -60,13 +60,22 @@ _NOT_AFTER_POSSESSIVE = r"(?<!\bmy\s)(?<!\bour\s)(?<!\byour\s)(?<!\bhis\s)(?<!\b
 #: Other skills whose description may use a plain word for it still to name a skill after a verb of use.
 RARE_NAME_MENTIONS = 1
 _PLAIN = r"[A-Za-z][A-Za-z0-9]*"
+
+
+def _cjk_use(name: str) -> tuple[re.Pattern[str], ...]:
+    """A Latin ``name`` used in Chinese or Japanese text: after 用/使用/调用, or before で/を使."""
+    return (
+        re.compile(rf"{_CJK_USE}\s*{_OPEN}({name}){_CLOSE}(?![A-Za-z0-9_/-])"),
+        re.compile(rf"{_NOT_AFTER_NAME_CHAR}{_OPEN}({name}){_CLOSE}\s*{_CJK_WITH}"),
+    )
+
+
 _PLAIN_AFTER_USE = (
     re.compile(
         rf"{_USE_VERB}\s+{_ARTICLE}{_OPEN}({_PLAIN}){_CLOSE}\s+(?:to|on|for|and|so|with|per|para|pour|um|zu)\b",
         re.IGNORECASE,
     ),
-    re.compile(rf"{_CJK_USE}\s*{_OPEN}({_PLAIN}){_CLOSE}(?![A-Za-z0-9_/-])"),
-    re.compile(rf"{_NOT_AFTER_NAME_CHAR}{_OPEN}({_PLAIN}){_CLOSE}\s*{_CJK_WITH}"),
+    *_cjk_use(_PLAIN),
 )
 
 #: Forms that can only mean the skill ($name, a slash command, the name beside the word "skill").
@@ -92,8 +101,7 @@ _PLAIN_BESIDE_SKILL_WORD = re.compile(rf"{_NOT_AFTER_NAME_CHAR}{_OPEN}({_PLAIN})
 #: Forms that name a tool the goal uses, which is a skill when the library has one by that name.
 _USED = (
     re.compile(rf"{_USE_VERB}\s+{_ARTICLE}{_OPEN}({_IDENTIFIER}){_CLOSE}(?![A-Za-z0-9_/-])", re.IGNORECASE),
-    re.compile(rf"{_CJK_USE}\s*{_OPEN}({_IDENTIFIER}){_CLOSE}(?![A-Za-z0-9_/-])"),
-    re.compile(rf"{_NOT_AFTER_NAME_CHAR}{_OPEN}({_IDENTIFIER}){_CLOSE}\s*{_CJK_WITH}"),
+    *_cjk_use(_IDENTIFIER),
 )
 #: A name right after one of these (at most two words between) is one the goal says not to use.
 _NEGATED = re.compile(
