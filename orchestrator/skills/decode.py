@@ -13,11 +13,13 @@ _UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
 
 
 class Collector:
-    """The problems found in one file, in the order they were found."""
+    """The problems found in one file, in the order they were found. ``lines_before``: lines of the file before the
+    text the parser numbers from 1 (blank lines above the frontmatter), added to every line reported."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         self.items: list[Problem] = []
+        self.lines_before = 0
 
     def add(
         self,
@@ -28,6 +30,8 @@ class Collector:
         line: int | None = None,
         field: str | None = None,
     ) -> None:
+        if line is not None:
+            line += self.lines_before
         self.items.append(
             Problem(code=code, message=message, severity=severity, path=self.path, line=line, field=field)
         )

@@ -90,6 +90,18 @@ def parse_skill_md(data: bytes, *, folder_name: str | None, path: str = SKILL_MD
     if text is None:
         return ParsedSkillMd(problems=problems.items)
     lines = text.split("\n")
+    blank = lenient.blank_lines_before_opener(lines)
+    if blank:
+        note = lenient.blank_lines_note(blank)
+        problems.add(note.code, note.message, "warning", line=note.line)
+        problems.lines_before = blank
+        parsed = _parse_lines(lines[blank:], folder_name, problems)
+        return parsed.model_copy(update={"body_line": parsed.body_line + blank})
+    return _parse_lines(lines, folder_name, problems)
+
+
+def _parse_lines(lines: list[str], folder_name: str | None, problems: Collector) -> ParsedSkillMd:
+    """The frontmatter opened on ``lines[0]`` (line numbers count from it) and the body after it."""
     opening = lenient.opener(lines[0])
     if opening is None:
         problems.add(
@@ -104,7 +116,7 @@ def parse_skill_md(data: bytes, *, folder_name: str | None, path: str = SKILL_MD
     if closing is None:
         problems.add(
             "frontmatter_unterminated",
-            "frontmatter opened on line 1 is never closed by a '---' line",
+            f"frontmatter opened on line {problems.lines_before + 1} is never closed by a '---' line",
             "error",
             line=1,
         )

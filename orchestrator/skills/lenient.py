@@ -75,6 +75,21 @@ def opener(line: str) -> Delimiter | None:
     return Delimiter(0, match.group(1)) if match else None
 
 
+def blank_lines_before_opener(lines: list[str]) -> int:
+    """How many whitespace-only lines come before an opening ``---`` (an editor's or a mirror's leading newline);
+    0 when the file starts with one, or when its first line with text is not one."""
+    for i, line in enumerate(lines):
+        if line.strip():
+            return i if i and opener(line) is not None else 0
+    return 0
+
+
+def blank_lines_note(blank: int) -> Note:
+    plural = "s" if blank > 1 else ""
+    message = f"{blank} blank line{plural} before the opening '---' on line {blank + 1} (skipped)"
+    return Note("frontmatter_after_blank_lines", message, blank + 1)
+
+
 def closer(lines: list[str], start: int = 1) -> Delimiter | None:
     """The first line after line 1 (from index ``start`` on) that closes the frontmatter: ``---`` or ``...`` with
     only whitespace after it, or ``---`` glued to the body's first line (``---# Title``). ``----`` and a table rule

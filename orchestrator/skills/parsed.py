@@ -41,6 +41,8 @@ PROBLEM_CODES: dict[str, str] = {
     "frontmatter_recovered": "the frontmatter is not valid YAML; name and description were read line by line",
     "frontmatter_delimiter_whitespace": "a '---' line ends in Unicode whitespace such as U+00A0 or U+3000 (read as a "
     "delimiter)",
+    "frontmatter_after_blank_lines": "blank lines before the opening '---' (skipped; the frontmatter is read after "
+    "them)",
     "frontmatter_closer_joined": "the closing '---' is joined to the body's first line ('---# Title'); read as the "
     "closing line",
     "continuation_unindented": "after a YAML error, a plain name or description continues on lines that are not "

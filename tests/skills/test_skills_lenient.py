@@ -328,3 +328,40 @@ def test_a_line_read_after_a_quoting_slip_is_read_in_time_linear_in_its_spaces()
     assert time.monotonic() - started < 2.0
     assert parsed.description is not None and parsed.description.endswith("\tb")
     assert "frontmatter_recovered" in codes(parsed)
+
+
+# -- blank lines above the frontmatter --------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("above", ["\n", "\n\n", " \t\n", "\u3000\n\n"])
+def test_blank_lines_before_the_opening_dashes_are_skipped_with_a_warning_and_true_line_numbers(above):
+    blank = above.count("\n")
+    parsed = parse(f"{above}---\nname: demo\ndescription: Makes demos.\nname: again\n---\n\n# Demo\n")
+    assert (parsed.name, parsed.description, parsed.body) == ("again", "Makes demos.", "# Demo\n")
+    assert parsed.body_line == 7 + blank
+    assert [(p.code, p.line) for p in parsed.problems] == [
+        ("frontmatter_after_blank_lines", blank + 1),
+        ("duplicate_key", 4 + blank),
+        ("name_folder_mismatch", 4 + blank),
+    ]
+
+
+def test_blank_lines_before_an_unclosed_frontmatter_name_its_true_opening_line():
+    parsed = parse("\n\n---\nname: demo\ndescription: d\n")
+    assert [(p.code, p.line) for p in parsed.problems] == [
+        ("frontmatter_after_blank_lines", 3),
+        ("frontmatter_unterminated", 3),
+    ]
+    assert "line 3" in parsed.problems[1].message
+
+
+@pytest.mark.parametrize("text", ["\n# Title\n---\nname: demo\ndescription: d\n---\n", "\n\n", "\nname: demo\n"])
+def test_text_before_the_dashes_or_no_dashes_at_all_is_still_no_frontmatter(text):
+    assert codes(parse(text))[-1:] in (["frontmatter_missing"], ["skill_md_empty"])
+
+
+def test_a_skill_whose_file_starts_with_an_empty_line_is_listed(make_skill, skills_root):
+    text = "\r\n---\r\nname: blank-first\r\ndescription: Reads files that begin with a newline.\r\n---\r\nBody.\r\n"
+    make_skill("blank-first", text=text.encode())
+    (summary,) = SkillLibrary(skills_root).l1_index()
+    assert summary.usable_at_l1 and summary.description == "Reads files that begin with a newline."
