@@ -15,8 +15,8 @@ A goal names a skill in any of the ways people were seen to write it:
 - in Chinese or Japanese text, a Latin name after 用 or 使用, or before で or を使 ("Nexusで", "用 luban-cli"), on the
   same terms as after a verb of use.
 
-A name the goal says not to use ("don't use X", "without X", "不要用 X", "Xを使わないで", "X 스킬은 쓰지 마") names
-nothing. A skill that asks not to be
+A name the goal says not to use ("don't use X", "without X", "ne pas utiliser X", "benutze X nicht", "不要用 X",
+"Xを使わないで", "X 스킬은 쓰지 마") names nothing. A skill that asks not to be
 picked (``disable-model-invocation: true``) is named only by the first two kinds, which can mean nothing else.
 Only names of skills in the library count (unknown ones are ignored), and a name is ASCII, not cut short by an
 invisible or a look-alike letter glued to it (``$danger``, a zero-width space, ``-deploy`` does not name ``danger``).
@@ -105,8 +105,16 @@ _USED = (
 )
 #: A name right after one of these (at most two words between) is one the goal says not to use.
 _NEGATED = re.compile(
-    r"(?:\b(?:\w+n['’]t|dont|do\s+not|never|not|without|instead\s+of|rather\s+than|avoid|skip|sin|sans|ohne|nicht|senza|"
+    r"(?:\b(?:\w+n['’]t|dont|do\s+not|never|not|without|instead\s+of|rather\s+than|avoid|skip|sin|sans|pas(?!\s+(?:[àa]\s|d['’]|de\s))|ohne|nicht|senza|"
     r"sem|n[aã]o|kein\w*)\b|不要|别|別|不用|不使用|禁止|勿|無しで|なしで)\W*(?:\w+\W+){0,2}$",
+    re.IGNORECASE,
+)
+
+
+#: German says not to use a name after it ("benutze X nicht", "verwende X bitte nicht."): "nicht" within two words,
+#: then the end of the clause or a word that continues the refusal; not "nicht nur" (not only) nor "und nicht Y".
+_NEGATED_AFTER = re.compile(
+    r"(?:\s+\w+){0,2}?\s+nicht(?=\s*(?:$|[.!?;,)]|(?:mehr|für|fuer|bei|zum|zur|dafür|hierfür|um|wenn|weil)\b))",
     re.IGNORECASE,
 )
 
@@ -124,6 +132,7 @@ def _found(goal: str, patterns: Iterable[re.Pattern[str]]) -> list[tuple[int, st
                 and not _glued(goal[m.start(1) - 1 : m.start(1)])
                 and not _glued(goal[m.end(1) : m.end(1) + 1])
                 and not _NEGATED.search(goal[max(0, m.start(1) - 40) : m.start(1)])
+                and not _NEGATED_AFTER.match(goal[m.end(): m.end() + 40])
             ):
                 found.append((m.start(1), name))
     return found

@@ -81,6 +81,12 @@ def test_an_identifier_after_a_verb_of_use_names_a_skill_even_when_other_skills_
         "you shouldn't run the danger-deploy skill today",
         "不使用 danger-deploy，先检查构建",
         "danger-deployを使わないでビルドだけ確認して",
+        "ne pas utiliser danger-deploy, vérifie seulement le build",
+        "n'utilise pas danger-deploy pour ça",
+        "benutze danger-deploy nicht",
+        "verwende danger-deploy bitte nicht.",
+        "nutze danger-deploy nicht für den Build",
+        "benutze den danger-deploy skill nicht, prüf nur den Build",
     ],
 )
 def test_a_name_the_goal_says_not_to_use_names_nothing(goal):
@@ -180,3 +186,16 @@ def test_a_plain_word_beside_a_cjk_skill_word_names_a_skill_only_when_few_other_
 )
 def test_a_name_cut_short_by_an_invisible_or_look_alike_character_names_nothing(goal):
     assert explicit_skills(goal, [_shy("danger")]) == []
+
+
+@pytest.mark.parametrize(
+    "goal",
+    [
+        "benutze danger-deploy nicht nur für den Build",
+        "benutze danger-deploy und nicht das alte Skript",
+        "n'hésite pas à utiliser danger-deploy",
+        "n'oublie pas d'utiliser danger-deploy pour la mise en prod",
+    ],
+)
+def test_a_negation_about_something_else_still_names_the_skill(goal):
+    assert explicit_skills(goal, [_skill("danger-deploy")]) == ["owner/danger-deploy"]
