@@ -267,6 +267,8 @@ def test_an_alias_stays_refused_even_when_name_and_description_could_be_guessed(
         "---\nname: demo\ndescription: d\ndisable-model-invocation:\n  'True'\n---\nbody\n",
         "---\nname: demo\ndescription: d\n\u00a0disable-model-invocation: true\n---\nbody\n",
         "---\nname: demo\ndescription: d\n\ufeffdisable-model-invocation: true\n---\nbody\n",
+        "\n \n---\nname: demo\ndescription: d\ndisable-model-invocation: true\n---\nbody\n",
+        "\n---\nname: demo\ndescription: 'Deploys: \"prod\"' now\ndisable-model-invocation: yes\n---\nbody\n",
     ],
 )
 def test_a_skill_that_asks_not_to_be_picked_is_never_picked_through_a_lenient_reading(text, tmp_path):
