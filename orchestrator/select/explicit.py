@@ -105,8 +105,9 @@ _USED = (
 )
 #: A name right after one of these (at most two words between) is one the goal says not to use.
 _NEGATED = re.compile(
-    r"(?:\b(?:\w+n['’]t|dont|do\s+not|never|not|without|instead\s+of|rather\s+than|avoid|skip|sin|sans|pas(?!\s+(?:[àa]\s|d['’]|de\s))|ohne|nicht|senza|"
-    r"sem|n[aã]o|kein\w*)\b|不要|别|別|不用|不使用|禁止|勿|無しで|なしで)\W*(?:\w+\W+){0,2}$",
+    r"(?:\b(?:\w+n['’]t|dont|do\s+not|never|not|without|instead\s+of|rather\s+than|avoid|skip|sin|sans|"
+    r"pas(?!\s+(?:[àa]\s|d['’]|de\s))|ohne|nicht|senza|sem|n[aã]o|kein\w*)\b"
+    r"|不要|别|別|不用|不使用|禁止|勿|無しで|なしで)\W*(?:\w+\W+){0,2}$",
     re.IGNORECASE,
 )
 
@@ -132,7 +133,7 @@ def _found(goal: str, patterns: Iterable[re.Pattern[str]]) -> list[tuple[int, st
                 and not _glued(goal[m.start(1) - 1 : m.start(1)])
                 and not _glued(goal[m.end(1) : m.end(1) + 1])
                 and not _NEGATED.search(goal[max(0, m.start(1) - 40) : m.start(1)])
-                and not _NEGATED_AFTER.match(goal[m.end(): m.end() + 40])
+                and not _NEGATED_AFTER.match(goal[m.end() : m.end() + 40])
             ):
                 found.append((m.start(1), name))
     return found
